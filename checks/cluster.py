@@ -1,0 +1,250 @@
+"""Cluster membership, versions and scheduling: RLD101, RLD102, RLD103."""
+
+from __future__ import annotations
+
+from rldoctor.checks._resources import add, fits, missing, show
+from rldoctor.registry import check, fail, info, warn
+
+# Ray's NodeDeathInfo reasons, and how worried an on-call engineer should be.
+_DEATH_SEVERITY = {
+    "UNEXPECTED_TERMINATION": fail,
+    "UNSPECIFIED": fail,
+    "AUTOSCALER_DRAIN_PREEMPTED": warn,
+    "EXPECTED_TERMINATION": info,
+    "AUTOSCALER_DRAIN_IDLE": info,
+}
+
+_NODE_DEAD_FIX = (
+    "Read why the node went away: `ray logs raylet.out --node-id {node_id}` (if its logs "
+    "survive) and the host's `dmesg` for OOM kills or preemption. A raylet that missed "
+    "health checks died (OOM, preemption, crash) or was starved (saturated network, busy "
+    "host); Ray waits health_check_period_ms x health_check_failure_threshold before it "
+    "marks a node dead. Replace the node (`ray start --address <head>` on a new host, or let "
+    "the autoscaler/KubeRay do it); RLlib restarts env runners that were on it only when "
+    "`config.fault_tolerance(restart_failed_env_runners=True)` (the default)."
+)
+
+
+@check("RLD101", "node-dead", area="cluster", requires=("nodes",))
+def node_dead(snap, params):
+    """Nodes dead or missing, with Ray's death reason.
+
+    Symptom:
+        Env runners or learners die with `ActorDiedError` / `NodeDiedError`, training
+        stops or slows down, `ray status` shows fewer nodes than expected, the raylet
+        prints "has been marked dead because the detector has missed too many heartbeats".
+
+    Cause:
+        A raylet crashed or was killed (host OOM, SIGKILL, preemption of a spot
+        instance), the host went away, or the node was starved so long that the GCS
+        health check gave up on it. Ray records the reason as `UNEXPECTED_TERMINATION`,
+        `AUTOSCALER_DRAIN_PREEMPTED`, `AUTOSCALER_DRAIN_IDLE` or `EXPECTED_TERMINATION`.
+        A node the GCS still lists as alive but that does not answer a probe is on its
+        way to the same fate.
+
+    Fix:
+        Read the node's `raylet.out` and the host's `dmesg` for the cause, then replace
+        the node. Idle scale-down and `ray stop` are expected terminations and are
+        reported only as info. For preemptible nodes keep RLlib's fault tolerance on
+        (`restart_failed_env_runners=True`) and checkpoint often (`algo.save_to_path()`).
+    """
+    unresponsive = (snap.get("versions") or {}).get("failed") or {}
+    for node in snap.nodes:
+        node_id = node["node_id"]
+        subject = f"node:{node_id}"
+        evidence = {"node_id": node_id, "ip": node.get("ip"), "is_head": node.get("is_head"),
+                    "labels": {k: v for k, v in (node.get("labels") or {}).items()
+                               if k != "ray.io/node-id"}}
+        if not node.get("alive"):
+            reason = node.get("death_reason") or "UNSPECIFIED"
+            message = node.get("death_message") or ""
+            severity = _DEATH_SEVERITY.get(reason, fail)
+            what = "head node" if node.get("is_head") else "node"
+            yield severity(
+                subject,
+                f"{what} {node_id[:12]} ({node.get('ip')}) is dead: {reason}"
+                + (f": {message}" if message else ""),
+                {**evidence, "death_reason": reason, "death_message": message},
+                _NODE_DEAD_FIX.format(node_id=node_id),
+            )
+        elif node_id in unresponsive:
+            yield warn(
+                subject,
+                f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not answer "
+                f"a zero-CPU probe: {unresponsive[node_id]}",
+                {**evidence, "probe_error": unresponsive[node_id]},
+                "The raylet may be dying, overloaded or cut off. Check the host (load, memory, "
+                "network), `ray logs raylet.out --node-id " + node_id + "`, and run "
+                "`rldoctor check` again: the GCS marks a node dead after its health checks "
+                "fail (about 15 s by default).",
+            )
+
+
+# Components whose mismatch breaks training, and how badly.
+_VERSION_SEVERITY = {"ray": fail, "python": fail, "rllib": fail, "torch": warn, "gymnasium": warn}
+_VERSION_FIX = (
+    "Run the same Ray, Python, torch and gymnasium on every node and on the driver: build one "
+    "image (or one lock file) and use it for the head, the workers and the machine you submit "
+    "from. Ray refuses drivers and nodes whose Ray or Python version differs from the "
+    "cluster's; a torch or gymnasium that differs between the learner and the env runners "
+    "breaks weight loading or changes env behaviour silently."
+)
+
+
+def _python_release(version: str | None) -> str | None:
+    return version.split()[0] if version else version
+
+
+@check("RLD102", "version-mismatch", area="cluster", requires=("versions",))
+def version_mismatch(snap, params):
+    """Ray, Python, RLlib, torch or gymnasium versions differ between nodes or the driver.
+
+    Symptom:
+        `RuntimeError: Version mismatch: The cluster was started with: Ray: X Python: Y
+        This process on node ... was started with ...`; env runners that crash while
+        unpickling weights or the env; a training that behaves differently on some nodes.
+
+    Cause:
+        Nodes and the driver were built from different images or virtualenvs. Ray checks
+        its own and Python's version when a node or driver joins, but not torch or
+        gymnasium, and a node can lack a package entirely.
+
+    Fix:
+        Install identical versions everywhere, from one image or lock file. The finding
+        lists each component with the nodes that run each version; align the odd ones out.
+    """
+    versions = snap["versions"]
+    if versions.get("connect_error"):
+        yield fail("cluster", f"the driver could not join: {versions['connect_error']}",
+                   {"driver": versions.get("driver")}, _VERSION_FIX)
+        return
+    seen: dict[str, dict[str, dict]] = {}
+    where = [("driver", versions.get("driver") or {})]
+    where += [(f"node:{nid}", v) for nid, v in sorted((versions.get("nodes") or {}).items())]
+    for who, comp in where:
+        for name in _VERSION_SEVERITY:
+            value = comp.get(name)
+            if name == "python":
+                value = _python_release(value)
+            seen.setdefault(name, {}).setdefault(str(value), {})[who] = True
+    for name, by_value in seen.items():
+        if len(by_value) < 2:
+            continue
+        groups = {value: sorted(who) for value, who in by_value.items()}
+        severity = _VERSION_SEVERITY[name]
+        if "None" in groups:
+            severity = fail  # installed on some machines, absent on others
+        odd = min(groups.items(), key=lambda item: (len(item[1]), item[0]))
+        shown = "; ".join(f"{'not installed' if v == 'None' else v} on {len(w)}"
+                          for v, w in sorted(groups.items()))
+        subject = odd[1][0] if len(odd[1]) == 1 and odd[1][0].startswith("node:") else "cluster"
+        yield severity(
+            subject,
+            f"{name} differs across the cluster ({shown}); odd one out: "
+            f"{'not installed' if odd[0] == 'None' else odd[0]} on {', '.join(odd[1][:3])}",
+            {"component": name, "versions": groups},
+            _VERSION_FIX,
+        )
+
+
+_DEMAND_FIX_INFEASIBLE = (
+    "No node can ever satisfy this request, so it waits forever (Tune shows the trial "
+    "PENDING). Ask for less or add a node that has it: for RLlib, lower "
+    "`env_runners(num_env_runners=..., num_cpus_per_env_runner=..., num_gpus_per_env_runner=...)` "
+    "or `learners(num_learners=..., num_gpus_per_learner=...)`, check custom resource names "
+    "for typos, or start a node with `ray start --resources '{{\"{name}\": N}}'` / a matching "
+    "node type in the cluster launcher or KubeRay worker group. `ray status` lists it under "
+    "Pending Demands."
+)
+_PG_FIX_INFEASIBLE = (
+    "No node (or no set of nodes) can hold these bundles with this strategy, so the placement "
+    "group stays PENDING forever and so does the algorithm or Tune trial that made it. "
+    "STRICT_PACK needs every bundle on one node: use PACK, or fewer/smaller bundles than the "
+    "largest node offers; STRICT_SPREAD needs a distinct node per bundle. For RLlib the "
+    "group is 1 bundle for the algorithm (plus learners) and 1 per env runner: lower "
+    "`num_env_runners` / `num_cpus_per_env_runner`, or add nodes."
+)
+_DEMAND_FIX_PENDING = (
+    "The cluster has nodes that could run this, but they are busy. Wait for running work to "
+    "finish, let the autoscaler add nodes, or ask for fewer env runners / CPUs per env runner. "
+    "If it never starts, look for leaked actors or placement groups holding the resources "
+    "(`ray list actors --filter state=ALIVE`, `ray list placement-groups`)."
+)
+
+
+def _actors_for(shape, pending_actors):
+    return [a for a in pending_actors if (a.get("required_resources") or {}) == shape]
+
+
+@check("RLD103", "unschedulable-demand", area="cluster", requires=("nodes", "demands"))
+def unschedulable_demand(snap, params):
+    """Pending or infeasible resource demands: tasks, actors and placement groups that cannot start.
+
+    Symptom:
+        Training never starts or hangs at "Waiting for resources"; Tune shows the trial
+        `PENDING`; the driver prints "The following resource request cannot be scheduled
+        right now" or "No available node types can fulfill resource request".
+
+    Cause:
+        An actor, task or placement group asks for more than any node has (an
+        infeasible demand: a GPU on a CPU-only cluster, a typo in a custom resource, a
+        PPO placement group of 1 + num_env_runners x num_cpus_per_env_runner CPUs that no
+        node or the whole cluster cannot give), or more than is free right now.
+
+    Fix:
+        Compare the demand with the largest node shown in the evidence. Ask for less
+        (`num_env_runners`, `num_cpus_per_env_runner`, `num_gpus_per_learner`) or add
+        nodes that have the resource. Demands that fit a node but wait are a busy cluster:
+        free resources or let the autoscaler add nodes.
+    """
+    alive = snap.alive_nodes
+    offers = [n.get("resources_total") or {} for n in alive]
+    largest = max(offers, key=lambda o: (o.get("CPU", 0), o.get("GPU", 0)), default={})
+    demands = snap["demands"]
+    pending_actors = demands.get("pending_actors") or []
+
+    for demand in demands.get("task_actor") or []:
+        shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
+        count = demand.get("count", 1)
+        actors = _actors_for(shape, pending_actors)
+        subject = f"actor:{actors[0]['actor_id']}" if len(actors) == 1 else "cluster"
+        who = (f"actor {actors[0].get('class_name')}"
+               + (f" '{actors[0]['name']}'" if actors[0].get("name") else "")
+               if len(actors) == 1 else f"{count} task(s)/actor(s)")
+        evidence = {"shape": shape, "count": count,
+                    "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
+                               for a in actors[:10]],
+                    "largest_node": largest}
+        if not any(fits(shape, offer) for offer in offers):
+            short = missing(shape, largest)
+            first = sorted(short)[0] if short else "resource"
+            yield fail(subject,
+                       f"{who} requests {{{show(shape)}}}, which no alive node has "
+                       f"(short of {show(short)} on the largest node): infeasible, it will never start",
+                       evidence, _DEMAND_FIX_INFEASIBLE.format(name=first))
+        else:
+            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources",
+                       evidence, _DEMAND_FIX_PENDING)
+
+    for pg in demands.get("placement_groups") or []:
+        bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
+        strategy = pg.get("strategy", "PACK")
+        subject = f"placement_group:{pg.get('pg_id')}"
+        name = f"placement group {pg.get('name') or pg.get('pg_id', '')[:12]} ({strategy})"
+        if strategy == "STRICT_PACK":
+            feasible = any(fits(add(bundles), offer) for offer in offers)
+        elif strategy == "STRICT_SPREAD":
+            feasible = all(sum(fits(b, o) for o in offers) >= len(bundles) for b in bundles)
+        else:
+            feasible = (all(any(fits(b, o) for o in offers) for b in bundles)
+                        and fits(add(bundles), add(offers)))
+        evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
+                    "state": pg.get("state"), "largest_node": largest}
+        if not feasible:
+            shown = ", ".join("{" + show(b) + "}" for b in bundles)
+            yield fail(subject, f"{name} needs bundles [{shown}] that the cluster cannot place "
+                       f"(largest node: {{{show(largest)}}}): infeasible, it will never be created",
+                       evidence, _PG_FIX_INFEASIBLE)
+        else:
+            yield warn(subject, f"{name} is pending until resources free up", evidence,
+                       _DEMAND_FIX_PENDING)

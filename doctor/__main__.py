@@ -1,0 +1,3 @@
+from rldoctor.cli import main
+
+main()

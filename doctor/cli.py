@@ -1,0 +1,183 @@
+"""The `rldoctor` command line.
+
+Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
+torch. Every error a user can cause is one line on stderr and an exit code
+(see DESIGN.md): 0 clean, 1 findings at or above --fail-on or a check errored,
+2 usage error, 3 nothing could be diagnosed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+
+from rldoctor import __version__
+from rldoctor.errors import EXIT_USAGE, RldoctorError, UsageError
+from rldoctor.model import Report, Severity
+from rldoctor.redact import redact
+from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
+
+FORMATS = ("table", "json", "markdown")
+
+
+def _fail(exc: RldoctorError) -> None:
+    click.echo(f"rldoctor: {redact(str(exc))}", err=True)
+    sys.stdout.flush()
+    os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
+
+
+def _codes(values: tuple[str, ...]) -> list[str]:
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def _validate_codes(option: str, codes: list[str], registry) -> None:
+    known = {c.code for c in registry.checks} | {c.name for c in registry.checks}
+    unknown = [c for c in codes if c not in known]
+    if unknown:
+        valid = ", ".join(c.code for c in registry.checks)
+        raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
+
+
+def _write(text: str, output: str | None) -> None:
+    text = redact(text)
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rldoctor")
+def main() -> None:
+    """rldoctor: the on-call doctor for Ray RLlib clusters.
+
+    Run `rldoctor check --address HEAD:PORT` against a cluster to see what is wrong,
+    where, and how to fix it. `rldoctor list` shows every check; `rldoctor explain
+    CODE` prints one check's Symptom, Cause and Fix.
+    """
+
+
+@main.command()
+@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto' for the cluster "
+              "on this machine. Default: $RAY_ADDRESS, then auto.")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False),
+              help="Diagnose a snapshot recorded by `rldoctor collect` instead of a live cluster.")
+@click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
+@click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
+@click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
+              show_default=True, help="Exit 1 when a finding is at or above this severity.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="Upper bound in seconds on collecting from the cluster.")
+@click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
+              show_default=True, help="A check still running after this many seconds is "
+              "abandoned and reported as error.")
+def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout):
+    """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes."""
+    try:
+        code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
+                      timeout, check_timeout)
+    except RldoctorError as exc:
+        _fail(exc)
+    sys.exit(code)
+
+
+def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout) -> int:
+    from rldoctor.registry import load_registry
+    from rldoctor.render import RENDERERS
+    from rldoctor.runner import run_checks
+    from rldoctor import snapshot as snapshots
+
+    if address and from_file:
+        raise UsageError("--address and --from are exclusive: diagnose a live cluster or a file")
+    registry = load_registry()
+    _validate_codes("--only", only, registry)
+    _validate_codes("--skip", skip, registry)
+    selected = registry.select(only, skip)
+
+    if from_file:
+        snap = snapshots.load(from_file)
+        source = {"kind": "snapshot", "file": str(from_file),
+                  "created_at": snap.get("created_at", ""),
+                  "recorded_from": (snap.get("source") or {}).get("address")}
+    else:
+        from rldoctor.collect import collect_snapshot
+
+        snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout), "live cluster")
+        source = dict(snap.get("source") or {})
+    results = run_checks(selected, snap, timeout_s=check_timeout)
+    report = Report(results=results, source=source, notes=list(registry.problems))
+    _write(RENDERERS[fmt](report), output)
+    if output:
+        from rldoctor.render.text import summary_line
+
+        click.echo(f"{summary_line(report)}; report written to {output}")
+    return report.exit_code(Severity.parse(fail_on))
+
+
+@main.command()
+@click.option("--output", required=True, type=click.Path(dir_okay=False), help="Snapshot file to write.")
+@click.option("--address", help="GCS address HOST:PORT, or 'auto'. Default: $RAY_ADDRESS, then auto.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True)
+def collect(output, address, timeout):
+    """Record a snapshot of the cluster for `rldoctor check --from FILE`."""
+    try:
+        from rldoctor.collect import collect_snapshot
+        from rldoctor.snapshot import dumps
+
+        doc = collect_snapshot(address, timeout_s=timeout)
+        _write(dumps(doc), output)
+        failed = [k for k, v in doc.get("collectors", {}).items() if v.get("status") != "ok"]
+        click.echo(f"snapshot of {len(doc.get('nodes') or [])} node(s) written to {output}"
+                   + (f"; not collected: {', '.join(failed)}" if failed else ""))
+    except RldoctorError as exc:
+        _fail(exc)
+
+
+@main.command("list")
+def list_checks():
+    """List every check with its code, area and where it came from."""
+    from tabulate import tabulate
+
+    from rldoctor.registry import load_registry
+
+    registry = load_registry()
+    rows = [[c.code, c.name, c.area, c.origin, textwrap.shorten(c.summary, 70, placeholder=" ...")]
+            for c in registry.checks]
+    click.echo(tabulate(rows, headers=["code", "name", "area", "origin", "finds"], tablefmt="simple"))
+    for problem in registry.problems:
+        click.echo(f"note: {problem}", err=True)
+
+
+@main.command()
+@click.argument("code")
+def explain(code):
+    """Print a check's Symptom, Cause and Fix."""
+    from rldoctor.registry import load_registry
+
+    registry = load_registry()
+    wanted = code.strip()
+    found = next((c for c in registry.checks
+                  if c.code.lower() == wanted.lower() or c.name == wanted.lower()), None)
+    if found is None:
+        valid = ", ".join(c.code for c in registry.checks)
+        click.echo(f"rldoctor: unknown check {code!r}; valid codes: {valid}", err=True)
+        sys.exit(EXIT_USAGE)
+    doc = found.doc
+    click.echo(f"{found.code} {found.name} ({found.area}, from {found.origin})")
+    click.echo(f"\n{doc.get('summary', '')}")
+    for section in ("Symptom", "Cause", "Fix", "Article"):
+        if doc.get(section):
+            click.echo(f"\n{section}:\n{textwrap.indent(doc[section], '    ')}")
+    if found.params:
+        click.echo("\nSettings:")
+        for key, value in found.params.items():
+            click.echo(f"    {key} = {value}")

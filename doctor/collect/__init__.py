@@ -1,0 +1,110 @@
+"""Collectors: the only part of rldoctor that imports ray.
+
+`collect_snapshot(address)` joins the cluster as a short-lived driver in its own
+namespace, fills one snapshot document section by section, and leaves. A
+section whose collector fails is left out and `collectors[<section>]` records
+why; the checks that need it are then skipped or errored, and the rest run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from typing import Any, Callable
+
+from rldoctor.collect import connect
+from rldoctor.snapshot import new_document
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class Budget:
+    """A deadline shared by the collectors, so the whole run stays bounded."""
+
+    def __init__(self, total_s: float):
+        self.deadline = time.monotonic() + total_s
+
+    def left(self, cap: float) -> float:
+        return max(0.5, min(cap, self.deadline - time.monotonic()))
+
+
+@contextlib.contextmanager
+def quiet_ray():
+    """Send what Ray's C++ core and threads print (to stdout and stderr) to a log file.
+
+    Ray relays cluster events such as "(raylet) The node ... has been marked dead" to
+    the driver's stdout; left alone they would corrupt `--format json`. The log is
+    deleted afterwards unless RLDOCTOR_RAY_LOG names a file to keep it in.
+    """
+    import sys
+
+    keep = os.environ.get("RLDOCTOR_RAY_LOG")
+    log = open(keep, "a") if keep else tempfile.NamedTemporaryFile(
+        prefix="rldoctor-ray-", suffix=".log", delete=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    for fd in saved:
+        os.dup2(log.fileno(), fd)
+    try:
+        yield log.name
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        log.close()
+
+
+def _run_section(doc: dict, section: str, func: Callable[[], Any]) -> Any:
+    started = time.perf_counter()
+    try:
+        value = func()
+    except Unavailable as exc:
+        doc["collectors"][section] = {"status": "unavailable", "reason": str(exc),
+                                      "duration_s": round(time.perf_counter() - started, 3)}
+        return None
+    except Exception as exc:  # a collector that breaks costs its section only
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        doc["collectors"][section] = {"status": "error", "error": f"{type(exc).__name__}: {text}",
+                                      "duration_s": round(time.perf_counter() - started, 3)}
+        return None
+    doc["collectors"][section] = {"status": "ok",
+                                  "duration_s": round(time.perf_counter() - started, 3)}
+    doc[section] = value
+    return value
+
+
+class Unavailable(Exception):
+    """The data source is not there (for example no dashboard); not a failure of rldoctor."""
+
+
+def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    from rldoctor.collect import cluster as cluster_facts
+    from rldoctor.collect import demands, nodes, versions
+
+    connect.prepare_auth_env()
+    budget = Budget(timeout_s)
+    with quiet_ray():
+        resolved = connect.resolve(address)
+        doc = new_document({"kind": "live", "address": resolved})
+        try:
+            conn = connect.join(resolved, timeout_s=budget.left(connect.CONNECT_TIMEOUT_S))
+        except connect.VersionMismatch as exc:
+            doc["versions"] = versions.driver_only(str(exc))
+            doc["collectors"]["versions"] = {"status": "ok"}
+            for section in ("nodes", "demands", "cluster"):
+                doc["collectors"][section] = {"status": "error",
+                                              "error": "the driver could not join (Ray version mismatch)"}
+            return doc
+        try:
+            _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
+            _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
+            _run_section(doc, "demands", lambda: demands.collect(conn, budget, doc.get("cluster")))
+            _run_section(doc, "versions", lambda: versions.collect(conn, budget, doc.get("nodes")))
+        finally:
+            connect.leave()
+    return doc

@@ -1,0 +1,29 @@
+"""JSON report, schema rldoctor.report/v1 (see DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+
+from rldoctor import __version__
+from rldoctor.model import Report
+
+SCHEMA = "rldoctor.report/v1"
+
+
+def report_document(report: Report) -> dict:
+    doc = {
+        "schema": SCHEMA,
+        "rldoctor_version": __version__,
+        "source": report.source,
+        "summary": {"status": report.status, "counts": report.counts()},
+        "checks": [r.to_json() for r in report.results],
+        "findings": [f.to_json() for f in report.findings],
+        "notes": report.notes,
+    }
+    if report.figures:
+        doc["figures"] = report.figures
+    return doc
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_document(report), indent=2, default=str) + "\n"

@@ -1,0 +1,39 @@
+"""Terminal report: a table of checks, then each finding with its fix under it."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tabulate import tabulate
+
+from rldoctor.model import Report
+from rldoctor.render.text import source_line, summary_line
+
+_WIDTH = 100
+
+
+def _wrap(text: str, indent: str) -> str:
+    return textwrap.fill(text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent,
+                         break_on_hyphens=False, break_long_words=False)
+
+
+def render_table(report: Report) -> str:
+    out = [f"rldoctor report for {source_line(report)}", summary_line(report), ""]
+    rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
+             textwrap.shorten(r.detail, 70, placeholder=" ...")] for r in report.results]
+    out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],
+                        tablefmt="simple"))
+    findings = report.findings
+    if findings:
+        out += ["", f"Findings ({len(findings)}):"]
+        for f in findings:
+            out.append("")
+            out.append(f"{f.severity.label.upper():<5} {f.code}  {f.subject}")
+            out.append(_wrap(f.message, "      "))
+            if f.fix:
+                out.append(_wrap("fix: " + f.fix, "      "))
+    else:
+        out += ["", "No findings."]
+    for note in report.notes:
+        out.append(_wrap("note: " + note, ""))
+    return "\n".join(out) + "\n"

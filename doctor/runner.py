@@ -1,0 +1,81 @@
+"""Run checks over a snapshot, each isolated and bounded in time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterable
+
+from rldoctor.model import CheckResult, Finding
+from rldoctor.registry import Check
+from rldoctor.snapshot import Snapshot
+
+DEFAULT_CHECK_TIMEOUT_S = 10.0
+
+
+def _missing_data(check: Check, snap: Snapshot) -> tuple[str, str] | None:
+    """(status, reason) when the snapshot lacks a section the check needs."""
+    for section in check.requires:
+        if snap.has(section):
+            continue
+        collector = snap.collector(section)
+        state = collector.get("status")
+        reason = collector.get("error") or collector.get("reason")
+        if state in ("error", "timeout"):
+            return "error", f"collecting '{section}' failed: {reason or state}"
+        if reason:
+            return "skipped", f"no '{section}' data: {reason}"
+        return "skipped", f"the snapshot has no '{section}' data"
+    return None
+
+
+def _status_of(findings: list[Finding]) -> str:
+    worst = max((f.severity for f in findings), default=None)
+    return worst.label if worst else "ok"
+
+
+def run_check(check: Check, snap: Snapshot, params: dict[str, Any] | None = None,
+              timeout_s: float = DEFAULT_CHECK_TIMEOUT_S) -> CheckResult:
+    started = time.perf_counter()
+    missing = _missing_data(check, snap)
+    if missing:
+        status, reason = missing
+        return CheckResult(check.code, check.name, status, 0.0, reason, origin=check.origin)
+
+    outcome: dict[str, Any] = {}
+
+    def target():
+        try:
+            outcome["findings"] = list(check(snap, params))
+        except BaseException as exc:  # isolate: one broken check never stops the others
+            outcome["error"] = exc
+
+    limit = check.timeout_s or timeout_s
+    worker = threading.Thread(target=target, name=f"check-{check.code}", daemon=True)
+    worker.start()
+    worker.join(limit)
+    duration = time.perf_counter() - started
+    if worker.is_alive():
+        return CheckResult(check.code, check.name, "error", duration,
+                           f"timed out after {limit:g}s and was abandoned", origin=check.origin)
+    if "error" in outcome:
+        exc = outcome["error"]
+        return CheckResult(check.code, check.name, "error", duration,
+                           f"{type(exc).__name__}: {exc}", origin=check.origin)
+    findings = []
+    for f in outcome.get("findings", []):
+        if not isinstance(f, Finding):
+            return CheckResult(check.code, check.name, "error", duration,
+                               f"returned {type(f).__name__}, not a Finding", origin=check.origin)
+        f.code = f.code or check.code
+        findings.append(f)
+    return CheckResult(check.code, check.name, _status_of(findings), duration,
+                       f"{len(findings)} finding(s)" if findings else "", findings,
+                       origin=check.origin)
+
+
+def run_checks(checks: Iterable[Check], snap: Snapshot,
+               params: dict[str, dict[str, Any]] | None = None,
+               timeout_s: float = DEFAULT_CHECK_TIMEOUT_S) -> list[CheckResult]:
+    params = params or {}
+    return [run_check(c, snap, params.get(c.code), timeout_s) for c in checks]

@@ -1,0 +1,117 @@
+"""The snapshot: one JSON document holding everything the collectors saw.
+
+Checks read only from a Snapshot, so the same check runs on a live cluster, on a
+recorded file and in tests on fixtures. A section a collector could not fill is
+absent, and `collectors[<section>]` says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from rldoctor.errors import Undiagnosable
+
+SCHEMA = "rldoctor.snapshot/v1"
+SCHEMA_NAME = "rldoctor.snapshot"
+SCHEMA_MAJOR = 1
+_SCHEMA_RE = re.compile(r"^rldoctor\.snapshot/v(\d+)(?:\.\d+)?$")
+
+
+class Snapshot:
+    """Read-only view over a snapshot document."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+
+    def has(self, section: str) -> bool:
+        return self.data.get(section) is not None
+
+    def __getitem__(self, section: str) -> Any:
+        return self.data[section]
+
+    def get(self, section: str, default: Any = None) -> Any:
+        value = self.data.get(section)
+        return default if value is None else value
+
+    def collector(self, section: str) -> dict[str, Any]:
+        """What the collector of `section` reported: status, error, duration_s."""
+        return (self.data.get("collectors") or {}).get(section) or {}
+
+    # Convenience views used by many checks.
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        return list(self.data.get("nodes") or [])
+
+    @property
+    def alive_nodes(self) -> list[dict[str, Any]]:
+        return [n for n in self.nodes if n.get("alive")]
+
+    def node(self, node_id: str) -> dict[str, Any] | None:
+        return next((n for n in self.nodes if n.get("node_id") == node_id), None)
+
+
+def new_document(source: dict[str, Any]) -> dict[str, Any]:
+    from datetime import datetime, timezone
+
+    from rldoctor import __version__
+
+    return {
+        "schema": SCHEMA,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rldoctor_version": __version__,
+        "source": source,
+        "collectors": {},
+    }
+
+
+def validate(data: Any, origin: str) -> Snapshot:
+    """Accept a v1 snapshot; refuse anything else with one clear line."""
+    if not isinstance(data, dict):
+        raise Undiagnosable(f"{origin}: not an rldoctor snapshot (top level is not a JSON object)")
+    schema = data.get("schema")
+    if not isinstance(schema, str):
+        raise Undiagnosable(
+            f"{origin}: not an rldoctor snapshot (no \"schema\" field; expected {SCHEMA!r}; "
+            "record one with `rldoctor collect --output FILE`)"
+        )
+    match = _SCHEMA_RE.match(schema)
+    if not match:
+        raise Undiagnosable(f"{origin}: unknown schema {schema!r}; expected {SCHEMA!r}")
+    major = int(match.group(1))
+    if major > SCHEMA_MAJOR:
+        raise Undiagnosable(
+            f"{origin}: snapshot schema {schema!r} is newer than this rldoctor understands "
+            f"({SCHEMA!r}); upgrade rldoctor to read it"
+        )
+    if major < 1:
+        raise Undiagnosable(f"{origin}: unsupported snapshot schema {schema!r}")
+    return Snapshot(data)
+
+
+def load(path: str | os.PathLike) -> Snapshot:
+    """Read and validate a snapshot file; every failure is one line, exit 3."""
+    origin = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Undiagnosable(f"{origin}: no such file") from None
+    except IsADirectoryError:
+        raise Undiagnosable(f"{origin}: is a directory, not a snapshot file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Undiagnosable(f"{origin}: cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Undiagnosable(
+            f"{origin}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "the file may be truncated"
+        ) from None
+    return validate(data, origin)
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,99 @@
+"""Shared test plumbing: the real local clusters and a way to run the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from localcluster import LocalCluster, NodeSpec  # noqa: E402
+
+RLDOCTOR = str(Path(sys.executable).parent / "rldoctor")
+FIXTURES = ROOT / "fixtures"
+
+
+class CliResult:
+    def __init__(self, proc: subprocess.CompletedProcess, seconds: float):
+        self.code = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.seconds = seconds
+
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+    def findings(self, code: str | None = None) -> list[dict]:
+        found = self.json()["findings"]
+        return [f for f in found if code is None or f["code"] == code]
+
+    def __repr__(self) -> str:
+        return (f"<rldoctor exit {self.code} in {self.seconds:.1f}s\nstdout:\n{self.stdout[-3000:]}"
+                f"\nstderr:\n{self.stderr[-3000:]}>")
+
+
+def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120) -> CliResult:
+    """Run the installed `rldoctor` console script as a user would."""
+    started = time.monotonic()
+    proc = subprocess.run([RLDOCTOR, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else _clean_env(), stdin=subprocess.DEVNULL)
+    return CliResult(proc, time.monotonic() - started)
+
+
+def _clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+
+
+def run_driver(cluster: LocalCluster, code: str, timeout: float = 120) -> str:
+    """Run a short Python driver against `cluster` (token auth and all) and return its stdout."""
+    prologue = ("import ray, logging\n"
+                f"ray.init(address={cluster.address!r}, logging_level=logging.ERROR, "
+                "log_to_driver=False)\n")
+    proc = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True, text=True,
+                          timeout=timeout, env=cluster.client_env())
+    assert proc.returncode == 0, f"driver failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+@pytest.fixture
+def cli():
+    return run_rldoctor
+
+
+NO_RLDOCTOR = """
+import sys
+
+
+class _NoRldoctorHere:
+    \"\"\"This node is a production node: rldoctor is not installed on it.\"\"\"
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "rldoctor" or name.startswith("rldoctor."):
+            raise ModuleNotFoundError(f"No module named {name!r} on this node")
+        return None
+
+
+sys.meta_path.insert(0, _NoRldoctorHere())
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster3(tmp_path_factory):
+    """A healthy 3-node cluster (head + 2 workers, one zone, token auth), torn down after the module.
+
+    Worker node 1 cannot import rldoctor, like a production node: whatever rldoctor
+    runs there must travel by value.
+    """
+    site = tmp_path_factory.mktemp("no-rldoctor-site")
+    (site / "sitecustomize.py").write_text(NO_RLDOCTOR)
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+    specs[1].env["PYTHONPATH"] = str(site)
+    with LocalCluster(specs) as cluster:
+        yield cluster

@@ -1,0 +1,292 @@
+"""A real multi-node Ray cluster on this machine, for tests, demos and benchmarks.
+
+Each node is a `ray start` in a session of its own, with its own free ports,
+labels and environment; every node shares one temp dir under /tmp and one auth
+token. Stopping kills exactly the processes this cluster started: those of the
+nodes' sessions and any that carry this cluster's marker in their environment.
+Never the default ports, never another cluster's processes.
+
+    python tests/localcluster.py demo     # start 3 nodes, run `rldoctor check`, stop
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+MARKER = "RLDOCTOR_TEST_CLUSTER"
+
+
+@dataclass
+class NodeSpec:
+    num_cpus: int = 1
+    labels: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, float] = field(default_factory=dict)
+    object_store_memory: int = 100 * 2**20
+    extra_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Node:
+    spec: NodeSpec
+    sid: int  # session id of the node's processes
+    index: int
+    node_id: str = ""
+    log: Path | None = None
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free TCP ports on loopback, never Ray's defaults."""
+    with ExitStack() as stack:
+        ports = []
+        while len(ports) < count:
+            s = stack.enter_context(socket.socket())
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port not in (6379, 8265, 10001, 52365) and port not in ports:
+                ports.append(port)
+        return ports
+
+
+def _pids_of(sid: int | None = None, marker: str | None = None) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        if pid == os.getpid():
+            continue
+        try:
+            if sid is not None and os.getsid(pid) == sid:
+                found.append(pid)
+                continue
+            if marker is not None:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if f"{MARKER}={marker}".encode() in f.read().split(b"\0"):
+                        found.append(pid)
+        except (OSError, ProcessLookupError):
+            continue
+    return found
+
+
+def _kill(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class LocalCluster:
+    def __init__(self, nodes: list[NodeSpec], dashboard: bool = True, token_auth: bool = True,
+                 head_env: dict[str, str] | None = None):
+        self.specs = nodes
+        self.dashboard = dashboard
+        self.token_auth = token_auth
+        self.head_env = head_env or {}
+        self.marker = uuid.uuid4().hex
+        self.root = Path(tempfile.mkdtemp(prefix="rldc-", dir="/tmp"))
+        self.temp_dir = self.root / "ray"
+        self.temp_dir.mkdir()
+        self.scratch = self.root / "scratch"
+        self.scratch.mkdir()
+        self.token_path = self.root / "auth_token"
+        self.token = secrets.token_hex(24)
+        self.token_path.write_text(self.token)
+        self.nodes: list[Node] = []
+        self.gcs_port, self.dashboard_port, self.client_port = free_ports(3)
+        self._stopped = False
+
+    # -- addresses and environment for clients of this cluster ---------------------------
+    @staticmethod
+    def node_ip(index: int) -> str:
+        return f"127.0.0.{10 + index}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.node_ip(0)}:{self.gcs_port}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def client_env(self, **extra: str) -> dict[str, str]:
+        """Environment for a driver or CLI of this cluster (token auth, isolated temp dir)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("RAY_") and k != MARKER}
+        env["RAY_TMPDIR"] = str(self.root)
+        if self.token_auth:
+            env["RAY_AUTH_MODE"] = "token"
+            env["RAY_AUTH_TOKEN_PATH"] = str(self.token_path)
+        else:
+            env["RAY_AUTH_MODE"] = "disabled"
+        env.update(extra)
+        return env
+
+    def _node_env(self, spec: NodeSpec, head: bool) -> dict[str, str]:
+        env = self.client_env()
+        env[MARKER] = self.marker
+        env["RAY_USAGE_STATS_ENABLED"] = "0"
+        env["TMPDIR"] = str(self.scratch)  # Ray's helpers' temp files go away with the cluster
+        if head:
+            env.update(self.head_env)
+        env.update(spec.env)
+        return env
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _start_node(self, index: int, spec: NodeSpec) -> subprocess.Popen:
+        head = index == 0
+        agent, agent_grpc, metrics, runtime_env = free_ports(4)
+        # Each node gets its own loopback address (127.0.0.1 itself Ray swaps for the
+        # host's public IP): nodes look like distinct hosts and traffic never leaves lo.
+        args = [str(BIN / "ray"), "start", "--node-ip-address", self.node_ip(index),
+                "--num-cpus", str(spec.num_cpus),
+                "--object-store-memory", str(spec.object_store_memory),
+                "--dashboard-agent-listen-port", str(agent),
+                "--dashboard-agent-grpc-port", str(agent_grpc),
+                "--metrics-export-port", str(metrics),
+                "--runtime-env-agent-port", str(runtime_env),
+                "--disable-usage-stats"]
+        if spec.labels:
+            args += ["--labels", ",".join(f"{k}={v}" for k, v in spec.labels.items())]
+        if spec.resources:
+            import json
+
+            args += ["--resources", json.dumps(spec.resources)]
+        if head:
+            args += ["--head", "--port", str(self.gcs_port), "--temp-dir", str(self.temp_dir),
+                     "--ray-client-server-port", str(self.client_port),
+                     "--dashboard-host", "127.0.0.1"]
+            if self.dashboard:
+                args += ["--include-dashboard", "true", "--dashboard-port", str(self.dashboard_port)]
+            else:
+                args += ["--include-dashboard", "false"]
+        else:
+            args += ["--address", self.address]
+        args += spec.extra_args
+        log = self.root / f"node{index}.log"
+        proc = subprocess.Popen(args, env=self._node_env(spec, head), stdout=log.open("w"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.nodes.append(Node(spec=spec, sid=proc.pid, index=index, log=log))
+        return proc
+
+    def start(self, timeout_s: float = 90) -> "LocalCluster":
+        atexit.register(self.stop)
+        try:
+            self._wait(self._start_node(0, self.specs[0]), timeout_s)
+            # One at a time: nodes on one IP that start together can miss each other's
+            # registration in the GCS and time out.
+            for i, spec in enumerate(self.specs[1:], start=1):
+                self._wait(self._start_node(i, spec), timeout_s)
+            self._learn_node_ids()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait(self, proc: subprocess.Popen, timeout_s: float) -> None:
+        try:
+            code = proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`ray start` did not finish in {timeout_s}s; see {self.root}") from None
+        if code != 0:
+            node = next(n for n in self.nodes if n.sid == proc.pid)
+            tail = node.log.read_text()[-2000:] if node.log else ""
+            raise RuntimeError(f"`ray start` for node {node.index} exited {code}:\n{tail}")
+
+    def _learn_node_ids(self) -> None:
+        """Map each node we started to its Ray node id, through its raylet's session."""
+        for node in self.nodes:
+            for pid in _pids_of(sid=node.sid):
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if cmdline and cmdline[0].endswith(b"raylet"):
+                    for arg in cmdline:
+                        if arg.startswith(b"--node_id="):
+                            node.node_id = arg.split(b"=", 1)[1].decode()
+
+    def kill_node(self, index: int, sig: int = signal.SIGKILL) -> str:
+        """Kill every process of one node (raylet, agents, workers) with `sig`."""
+        node = self.nodes[index]
+        _kill(_pids_of(sid=node.sid), sig)
+        return node.node_id
+
+    def processes(self) -> list[int]:
+        pids = set(_pids_of(marker=self.marker))
+        for node in self.nodes:
+            pids.update(_pids_of(sid=node.sid))
+        return sorted(pids)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        pids = self.processes()
+        _kill(pids, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and self.processes():
+            time.sleep(0.2)
+        _kill(self.processes(), signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and self.processes():
+            time.sleep(0.1)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "LocalCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalCluster:
+    """The standard test and demo cluster: a head and two workers, one CPU each."""
+    specs = [NodeSpec(num_cpus=1, labels={"ray.io/availability-zone": z}) for z in zones]
+    return LocalCluster(specs, **head_kwargs)
+
+
+def demo() -> int:
+    """Start a 3-node cluster, run `rldoctor check` against it, stop it whatever happens."""
+    cluster = three_nodes()
+
+    def on_signal(signum, frame):
+        cluster.stop()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root} ...", flush=True)
+    started = time.monotonic()
+    try:
+        cluster.start()
+        print(f"cluster up at {cluster.address} in {time.monotonic() - started:.1f}s; "
+              f"running: rldoctor check --address {cluster.address}\n", flush=True)
+        code = subprocess.call([str(BIN / "rldoctor"), "check", "--address", cluster.address],
+                               env=cluster.client_env())
+        print(f"\nrldoctor exited {code}; stopping the cluster", flush=True)
+        return code
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["demo"]:
+        sys.exit(demo())
+    print(__doc__)
+    sys.exit(2)

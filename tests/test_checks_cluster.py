@@ -1,0 +1,111 @@
+"""RLD101, RLD102, RLD103 on recorded snapshots and on small edits of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from conftest import FIXTURES
+from rldoctor.checks.cluster import node_dead, unschedulable_demand, version_mismatch
+from rldoctor.model import Severity
+from rldoctor.snapshot import Snapshot
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def run(check, data: dict):
+    return list(check(Snapshot(data)))
+
+
+def test_rld101_names_the_dead_node_with_rays_reason():
+    data = fixture("node-dead")
+    dead = next(n for n in data["nodes"] if not n["alive"])
+    [finding] = run(node_dead, data)
+    assert finding.severity is Severity.FAIL
+    assert finding.subject == f"node:{dead['node_id']}"
+    assert "UNEXPECTED_TERMINATION" in finding.message
+    assert finding.evidence["death_message"] == dead["death_message"]
+    assert dead["node_id"] in finding.fix
+
+
+def test_rld101_idle_scale_down_is_info_and_preemption_is_warn():
+    data = fixture("node-dead")
+    dead = next(n for n in data["nodes"] if not n["alive"])
+    dead["death_reason"] = "AUTOSCALER_DRAIN_IDLE"
+    assert run(node_dead, data)[0].severity is Severity.INFO
+    dead["death_reason"] = "AUTOSCALER_DRAIN_PREEMPTED"
+    assert run(node_dead, data)[0].severity is Severity.WARN
+
+
+def test_rld101_alive_node_that_missed_the_probe_is_a_warning():
+    data = fixture("healthy-3node")
+    silent = data["nodes"][1]["node_id"]
+    data["versions"]["failed"] = {silent: "no answer within 8s"}
+    [finding] = run(node_dead, data)
+    assert finding.severity is Severity.WARN and finding.subject == f"node:{silent}"
+    assert "did not answer" in finding.message
+
+
+def test_rld102_healthy_cluster_agrees():
+    assert run(version_mismatch, fixture("healthy-3node")) == []
+
+
+def test_rld102_names_the_odd_node_and_both_versions():
+    data = fixture("version-mismatch")
+    [finding] = run(version_mismatch, data)
+    assert finding.severity is Severity.WARN  # gymnasium: behaviour may change, Ray still runs
+    assert "1.0.0" in finding.message and "1.2.2" in finding.message
+    assert finding.evidence["component"] == "gymnasium"
+
+
+def test_rld102_ray_or_python_mismatch_or_missing_package_fails():
+    data = fixture("healthy-3node")
+    node = sorted(data["versions"]["nodes"])[1]
+    edited = copy.deepcopy(data)
+    edited["versions"]["nodes"][node]["python"] = "3.11.9"
+    [finding] = run(version_mismatch, edited)
+    assert finding.severity is Severity.FAIL and finding.subject == f"node:{node}"
+    edited = copy.deepcopy(data)
+    edited["versions"]["nodes"][node]["torch"] = None
+    [finding] = run(version_mismatch, edited)
+    assert finding.severity is Severity.FAIL and "not installed" in finding.message
+
+
+def test_rld102_driver_refused_for_version_mismatch():
+    data = {"versions": {"driver": {"ray": "2.59.0"}, "nodes": {}, "failed": {},
+                         "connect_error": "Version mismatch: The cluster was started with: Ray: 2.60.0"}}
+    [finding] = run(version_mismatch, data)
+    assert finding.severity is Severity.FAIL and finding.subject == "cluster"
+
+
+def test_rld103_infeasible_actor_and_placement_group():
+    data = fixture("infeasible-demands")
+    findings = run(unschedulable_demand, data)
+    by_subject = {f.subject.split(":")[0]: f for f in findings}
+    actor = by_subject["actor"]
+    assert "NeedsAccelerator" in actor.message and "infeasible" in actor.message
+    pg = by_subject["placement_group"]
+    assert "ppo-runners" in pg.message and "STRICT_PACK" in pg.message
+    assert all(f.severity is Severity.FAIL for f in findings)
+
+
+def test_rld103_feasible_but_waiting_demand_is_a_warning():
+    data = fixture("infeasible-demands")
+    data["demands"]["task_actor"] = [{"shape": {"CPU": 1.0}, "count": 4}]
+    data["demands"]["placement_groups"][0]["strategy"] = "PACK"  # 2 x 1 CPU over 3 nodes fits
+    findings = run(unschedulable_demand, data)
+    assert [f.severity for f in findings] == [Severity.WARN, Severity.WARN]
+    assert "waiting" in findings[0].message
+
+
+def test_rld103_ignores_dead_nodes_when_judging_feasibility():
+    data = fixture("infeasible-demands")
+    data["demands"]["placement_groups"] = []
+    gone = data["nodes"][2]
+    gone["resources_total"]["no_such_accelerator"] = 1.0
+    assert run(unschedulable_demand, data)[0].severity is Severity.WARN  # alive: just busy
+    gone["alive"] = False
+    [finding] = run(unschedulable_demand, data)
+    assert finding.severity is Severity.FAIL

@@ -1,0 +1,179 @@
+"""End to end: the real `rldoctor` CLI against a real 3-node Ray cluster with token auth.
+
+The tests in this module share one cluster and run in file order: healthy first,
+then an infeasible actor, then a worker node killed with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from conftest import run_driver, run_rldoctor
+
+pytestmark = pytest.mark.cluster
+
+
+def test_healthy_cluster_gives_exit_0_and_no_warn_or_fail(cluster3):
+    result = run_rldoctor("check", "--address", cluster3.address, "--format", "json",
+                          env=cluster3.client_env())
+    assert result.code == 0, result
+    report = result.json()
+    assert report["schema"] == "rldoctor.report/v1"
+    assert report["summary"]["status"] == "ok"
+    assert [f for f in report["findings"] if f["severity"] in ("warn", "fail")] == []
+    statuses = {c["code"]: c["status"] for c in report["checks"]}
+    assert statuses == {"RLD101": "ok", "RLD102": "ok", "RLD103": "ok"}, report["checks"]
+
+
+def test_snapshot_sees_every_node_with_versions_and_zone(cluster3, tmp_path):
+    out = tmp_path / "snap.json"
+    result = run_rldoctor("collect", "--output", str(out), "--address", cluster3.address,
+                          env=cluster3.client_env())
+    assert result.code == 0, result
+    snap = json.loads(out.read_text())
+    assert snap["schema"] == "rldoctor.snapshot/v1"
+    ids = {n.node_id for n in cluster3.nodes}
+    assert {n["node_id"] for n in snap["nodes"]} == ids
+    assert all(n["alive"] and n["labels"]["ray.io/availability-zone"] == "zone-a"
+               for n in snap["nodes"])
+    assert set(snap["versions"]["nodes"]) == ids
+    for versions in snap["versions"]["nodes"].values():
+        assert versions["ray"] == "2.60.0" and versions["rllib"] == "2.60.0"
+        assert versions["torch"].startswith("2.13.0") and versions["gymnasium"]
+    assert snap["cluster"]["auth_mode"] == "token"
+    assert snap["cluster"]["state_api"] is True
+    heads = [n for n in snap["nodes"] if n["is_head"]]
+    assert [h["node_id"] for h in heads] == [cluster3.nodes[0].node_id]
+
+
+def test_probes_run_on_a_node_without_rldoctor(cluster3, tmp_path):
+    """Node 1 cannot import rldoctor, yet its versions were read: probes travel by value."""
+    node1 = cluster3.nodes[1].node_id
+    out = run_driver(cluster3, (
+        "@ray.remote(num_cpus=0)\n"
+        "def try_import():\n"
+        "    try:\n        import rldoctor\n        return 'importable'\n"
+        "    except ImportError as exc:\n        return 'blocked'\n"
+        f"print(ray.get(try_import.options(label_selector={{'ray.io/node-id': {node1!r}}}).remote()))\n"))
+    assert out.strip() == "blocked"
+    snap = tmp_path / "snap.json"
+    result = run_rldoctor("collect", "--address", cluster3.address, "--output", str(snap),
+                          env=cluster3.client_env())
+    assert result.code == 0, result
+    versions = json.loads(snap.read_text())["versions"]
+    assert versions["failed"] == {}
+    assert versions["nodes"][node1]["ray"] == "2.60.0"
+
+
+def test_private_ray_calls_still_work_on_this_ray(cluster3):
+    """Each function of rldoctor.collect.private against the pinned Ray."""
+    out = run_driver(cluster3, (
+        "import json\n"
+        "from rldoctor.collect import private\n"
+        "per_node = private.available_resources_per_node()\n"
+        "demands = private.resource_demands(ray.get_runtime_context().gcs_address, 5)\n"
+        "print(json.dumps({'per_node': per_node, 'demands': demands}))\n"))
+    found = json.loads(out.strip().splitlines()[-1])
+    assert set(found["per_node"]) == {n.node_id for n in cluster3.nodes}
+    assert all(v["CPU"] == 1.0 for v in found["per_node"].values())
+    assert set(found["demands"]) >= {"task_actor", "placement_groups"}
+    env = cluster3.client_env()
+    code = ("from rldoctor.collect.private import resolve_local_address\n"
+            "print(resolve_local_address('auto'))\n")
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.stdout.strip().endswith(f":{cluster3.gcs_port}"), proc.stderr
+
+
+def test_auto_address_finds_the_cluster_on_this_machine(cluster3):
+    result = run_rldoctor("check", "--address", "auto", "--format", "json", env=cluster3.client_env())
+    assert result.code == 0, result
+    assert result.json()["source"]["address"].endswith(f":{cluster3.gcs_port}")
+
+
+def test_token_never_appears_in_any_output(cluster3, tmp_path):
+    token = cluster3.token
+    env = cluster3.client_env()
+    texts = []
+    for fmt in ("table", "json", "markdown"):
+        r = run_rldoctor("check", "--address", cluster3.address, "--format", fmt, env=env)
+        assert r.code == 0, r
+        texts += [r.stdout, r.stderr]
+    snap = tmp_path / "snap.json"
+    r = run_rldoctor("collect", "--output", str(snap), "--address", cluster3.address, env=env)
+    texts += [r.stdout, r.stderr, snap.read_text()]
+    # The token reached rldoctor as an environment variable too: still never printed.
+    env_with_token = {**env, "RAY_AUTH_TOKEN": token}
+    env_with_token.pop("RAY_AUTH_TOKEN_PATH")
+    r = run_rldoctor("check", "--address", cluster3.address, "--format", "json", env=env_with_token)
+    assert r.code == 0, r
+    texts += [r.stdout, r.stderr]
+    assert all(token not in t for t in texts)
+
+
+def test_cluster_with_token_auth_refuses_rldoctor_without_token(cluster3):
+    env = cluster3.client_env()
+    env.pop("RAY_AUTH_TOKEN_PATH")
+    env["HOME"] = "/nonexistent-home"  # no ~/.ray/auth_token either
+    env["RAY_AUTH_MODE"] = "token"
+    result = run_rldoctor("check", "--address", cluster3.address, env=env, timeout=60)
+    assert result.code == 3, result
+    assert len(result.stderr.strip().splitlines()) == 1, result
+    assert "token" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_infeasible_actor_gives_rld103_naming_the_actor(cluster3):
+    actor_id = run_driver(cluster3, (
+        "@ray.remote(resources={'no_such_accelerator': 1})\n"
+        "class NeedsAccelerator:\n    pass\n"
+        "a = NeedsAccelerator.options(name='hungry', lifetime='detached', namespace='e2e').remote()\n"
+        "print(a._actor_id.hex())\n")).strip()
+    deadline = time.monotonic() + 30
+    while True:  # the raylet reports demand to the GCS about once a second
+        result = run_rldoctor("check", "--address", cluster3.address, "--format", "json",
+                              env=cluster3.client_env())
+        found = result.findings("RLD103")
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert result.code == 1, result
+    assert len(found) == 1, found
+    finding = found[0]
+    assert finding["severity"] == "fail"
+    assert finding["subject"] == f"actor:{actor_id}"
+    assert "NeedsAccelerator" in finding["message"] and "'hungry'" in finding["message"]
+    assert "infeasible" in finding["message"]
+    assert finding["evidence"]["shape"]["no_such_accelerator"] == 1.0
+    assert "no_such_accelerator" in finding["fix"]
+    # Nothing else is wrong with the cluster.
+    assert {f["code"] for f in result.findings()} == {"RLD103"}
+    run_driver(cluster3, "ray.kill(ray.get_actor('hungry', namespace='e2e'))\n")
+
+
+def test_worker_node_killed_gives_rld101_naming_it(cluster3):
+    killed = cluster3.kill_node(2)
+    assert killed
+    deadline = time.monotonic() + 60
+    while True:
+        result = run_rldoctor("check", "--address", cluster3.address, "--format", "json",
+                              env=cluster3.client_env(), timeout=60)
+        assert result.seconds < 30, result  # never hangs on the dead node
+        found = [f for f in result.findings("RLD101") if f["subject"] == f"node:{killed}"]
+        if (found and found[0]["severity"] == "fail") or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert result.code == 1, result
+    assert found and found[0]["severity"] == "fail", result
+    finding = found[0]
+    assert finding["evidence"]["death_reason"] == "UNEXPECTED_TERMINATION"
+    assert "heartbeat" in finding["evidence"]["death_message"]
+    assert killed[:12] in finding["message"]
+    assert "raylet.out" in finding["fix"]
+    other_nodes = {n.node_id for n in cluster3.nodes} - {killed}
+    assert not [f for f in result.findings("RLD101") if f["subject"] in
+                {f"node:{n}" for n in other_nodes}]
