@@ -67,17 +67,29 @@ def node_dead(snap, params):
                 {**evidence, "death_reason": reason, "death_message": message},
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
-        elif node_id in unresponsive:
+        elif node_id in unresponsive and _lost(unresponsive[node_id]):
+            error = unresponsive[node_id]["error"]
             yield warn(
                 subject,
                 f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not answer "
-                f"a zero-CPU probe: {unresponsive[node_id]}",
-                {**evidence, "probe_error": unresponsive[node_id]},
+                f"a zero-CPU probe: {error[:160]}",
+                {**evidence, "probe_error": error},
                 "The raylet may be dying, overloaded or cut off. Check the host (load, memory, "
                 "network), `ray logs raylet.out --node-id " + node_id + "`, and run "
                 "`rldoctor check` again: the GCS marks a node dead after its health checks "
                 "fail (about 15 s by default).",
             )
+
+
+def _lost(probe_failure: dict) -> bool:
+    """A probe that got no answer, or whose node or worker vanished under it.
+
+    A probe the node answered with an error (killed for memory, say) is not a sign
+    of a dead node; other checks report those causes.
+    """
+    text = probe_failure.get("error", "")
+    return probe_failure.get("kind") == "timeout" or any(
+        word in text for word in ("NodeDied", "WorkerCrashed", "LocalRayletDied", "ActorDied"))
 
 
 # Components whose mismatch breaks training, and how badly.

@@ -35,7 +35,12 @@ class CliResult:
         return [f for f in found if code is None or f["code"] == code]
 
     def __repr__(self) -> str:
-        return (f"<rldoctor exit {self.code} in {self.seconds:.1f}s\nstdout:\n{self.stdout[-3000:]}"
+        try:  # a JSON report: show the findings, not the tail of the text
+            shown = "\n".join(f"{f['severity']} {f['code']} {f['subject']}: {f['message'][:200]}"
+                               for f in self.findings())
+        except (ValueError, KeyError):
+            shown = self.stdout[-3000:]
+        return (f"<rldoctor exit {self.code} in {self.seconds:.1f}s\nstdout:\n{shown}"
                 f"\nstderr:\n{self.stderr[-3000:]}>")
 
 
@@ -52,14 +57,7 @@ def _clean_env() -> dict:
 
 
 def run_driver(cluster: LocalCluster, code: str, timeout: float = 120) -> str:
-    """Run a short Python driver against `cluster` (token auth and all) and return its stdout."""
-    prologue = ("import ray, logging\n"
-                f"ray.init(address={cluster.address!r}, logging_level=logging.ERROR, "
-                "log_to_driver=False)\n")
-    proc = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True, text=True,
-                          timeout=timeout, env=cluster.client_env())
-    assert proc.returncode == 0, f"driver failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
+    return cluster.run_driver(code, timeout)
 
 
 @pytest.fixture

@@ -137,6 +137,21 @@ class LocalCluster:
         env.update(extra)
         return env
 
+    def run_driver(self, code: str, timeout: float = 120) -> str:
+        """Run a short Python driver against this cluster (token auth and all).
+
+        Returns what the driver printed on lines starting with "=> " (Ray prints cluster
+        events such as "(raylet) A worker died ..." to a driver's stdout too).
+        """
+        prologue = ("import ray, logging\n"
+                    f"ray.init(address={self.address!r}, namespace='drivers', "
+                    "logging_level=logging.ERROR, log_to_driver=False)\n")
+        proc = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True,
+                              text=True, timeout=timeout, env=self.client_env())
+        if proc.returncode:
+            raise RuntimeError(f"driver failed:\n{code}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        return "\n".join(line[3:] for line in proc.stdout.splitlines() if line.startswith("=> "))
+
     def _node_env(self, spec: NodeSpec, head: bool) -> dict[str, str]:
         env = self.client_env()
         env[MARKER] = self.marker

@@ -37,21 +37,11 @@ def collect(cluster: LocalCluster, name: str) -> dict:
     return doc
 
 
-def driver(cluster: LocalCluster, code: str) -> str:
-    prologue = ("import ray, logging\n"
-                f"ray.init(address={cluster.address!r}, namespace='rec', logging_level=logging.ERROR, "
-                "log_to_driver=False)\n")
-    proc = subprocess.run([sys.executable, "-c", prologue + code], env=cluster.client_env(),
-                          capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"driver failed:\n{code}\n{proc.stderr[-2000:]}")
-    return proc.stdout
-
-
 def wait_dead(cluster: LocalCluster, node_id: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        out = driver(cluster, f"print([n['Alive'] for n in ray.nodes() if n['NodeID'] == {node_id!r}])")
+        out = cluster.run_driver(
+            f"print('=>', [n['Alive'] for n in ray.nodes() if n['NodeID'] == {node_id!r}])")
         if "False" in out:
             return
         time.sleep(1)
@@ -62,7 +52,7 @@ def record_three_node_scenarios() -> None:
     """healthy-3node, infeasible-demands, node-dead: one cluster, three states."""
     with three_nodes() as cluster:
         collect(cluster, "healthy-3node")
-        driver(cluster, (
+        cluster.run_driver((
             "@ray.remote(resources={'no_such_accelerator': 1})\n"
             "class NeedsAccelerator:\n    pass\n"
             "NeedsAccelerator.options(name='hungry', lifetime='detached').remote()\n"
@@ -71,7 +61,7 @@ def record_three_node_scenarios() -> None:
             " lifetime='detached')\n"))
         time.sleep(4)  # raylets report demand to the GCS about once a second
         collect(cluster, "infeasible-demands")
-        driver(cluster, (
+        cluster.run_driver((
             "from ray.util.placement_group import get_placement_group, remove_placement_group\n"
             "ray.kill(ray.get_actor('hungry'))\n"
             "remove_placement_group(get_placement_group('ppo-runners'))\n"))
@@ -91,7 +81,24 @@ def record_version_mismatch() -> None:
             collect(cluster, "version-mismatch")
 
 
-SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch}
+def record_worker_faults() -> None:
+    """worker-faults: a crash-looping actor and a SIGKILLed worker on node 1, memory kills on node 2."""
+    from faults import (actor_that_crashes_three_times, task_on_memory_starved_node,
+                        worker_killed_with_sigkill)
+
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+    specs[2].env["RAY_memory_usage_threshold"] = "0.02"
+    with LocalCluster(specs) as cluster:
+        node1, node2 = cluster.nodes[1].node_id, cluster.nodes[2].node_id
+        actor_that_crashes_three_times(cluster, node1)
+        worker_killed_with_sigkill(cluster, node1)
+        task_on_memory_starved_node(cluster, node2)
+        time.sleep(3)  # task and worker events reach the GCS about once a second
+        collect(cluster, "worker-faults")
+
+
+SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
+             "worker-faults": record_worker_faults}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

@@ -42,10 +42,13 @@ def test_rld101_idle_scale_down_is_info_and_preemption_is_warn():
 def test_rld101_alive_node_that_missed_the_probe_is_a_warning():
     data = fixture("healthy-3node")
     silent = data["nodes"][1]["node_id"]
-    data["versions"]["failed"] = {silent: "no answer within 8s"}
+    data["versions"]["failed"] = {silent: {"kind": "timeout", "error": "no answer within 8s"}}
     [finding] = run(node_dead, data)
     assert finding.severity is Severity.WARN and finding.subject == f"node:{silent}"
     assert "did not answer" in finding.message
+    # A probe the node answered with an error is not a dead node.
+    data["versions"]["failed"] = {silent: {"kind": "error", "error": "OutOfMemoryError: 1 worker(s)"}}
+    assert run(node_dead, data) == []
 
 
 def test_rld102_healthy_cluster_agrees():

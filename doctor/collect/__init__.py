@@ -83,8 +83,8 @@ class Unavailable(Exception):
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+    from rldoctor.collect import actors, demands, nodes, versions
     from rldoctor.collect import cluster as cluster_facts
-    from rldoctor.collect import demands, nodes, versions
 
     connect.prepare_auth_env()
     budget = Budget(timeout_s)
@@ -104,7 +104,18 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
             _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
             _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
             _run_section(doc, "demands", lambda: demands.collect(conn, budget, doc.get("cluster")))
-            _run_section(doc, "versions", lambda: versions.collect(conn, budget, doc.get("nodes")))
+            # One probe per node fills two sections; they share its collector record.
+            probed = _run_section(doc, "probes",
+                                  lambda: versions.probe_nodes(conn, budget, doc.get("nodes")))
+            doc.pop("probes", None)
+            record = doc["collectors"].pop("probes")
+            for section, split in (("versions", versions.versions_section),
+                                   ("hosts", versions.hosts_section)):
+                doc["collectors"][section] = dict(record)
+                if probed is not None:
+                    doc[section] = split(probed)
+            _run_section(doc, "actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster")))
+            _run_section(doc, "workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster")))
         finally:
             connect.leave()
     return doc

@@ -2,23 +2,23 @@
 
 These functions are shipped to the workers by value (see `register`), so a
 production cluster needs nothing of rldoctor installed. They import only the
-standard library and ray, and read package versions from metadata instead of
-importing torch.
+standard library and ray, read package versions from metadata instead of
+importing torch, and read host facts from /proc and /sys.
 """
 
 from __future__ import annotations
 
 PROBED_PACKAGES = ("torch", "gymnasium")
+# Settings of Ray's memory monitor, read from the environment the raylet gave its workers.
+MEMORY_MONITOR_ENV = ("RAY_memory_usage_threshold", "RAY_memory_monitor_refresh_ms",
+                      "RAY_min_memory_free_bytes")
 
 
-def node_versions() -> dict:
-    """Versions on the node this runs on, plus the node id it really ran on."""
+def versions_here() -> dict:
+    """Ray, Python, RLlib, torch and gymnasium versions of this process's environment."""
     import importlib.metadata as metadata
     import importlib.util
     import platform
-    import socket
-
-    import ray
 
     def version_of(dist):
         try:
@@ -26,20 +26,63 @@ def node_versions() -> dict:
         except metadata.PackageNotFoundError:
             return None
 
+    ray_version = version_of("ray")
     try:
         has_rllib = importlib.util.find_spec("ray.rllib") is not None
     except (ImportError, ValueError):
         has_rllib = False
-    found = {
-        "ray": ray.__version__,
-        "python": platform.python_version(),
-        "rllib": ray.__version__ if has_rllib else None,
-        "hostname": socket.gethostname(),
-        "node_id": ray.get_runtime_context().get_node_id(),
-    }
+    found = {"ray": ray_version, "python": platform.python_version(),
+             "rllib": ray_version if has_rllib else None}
     for dist in PROBED_PACKAGES:
         found[dist] = version_of(dist)
     return found
+
+
+def host_here() -> dict:
+    """Memory and OOM-killer facts of the host (or container) this runs on."""
+    import os
+    import socket
+
+    def read_keyed(path, sep=None):
+        out = {}
+        try:
+            with open(path) as f:
+                for line in f:
+                    parts = line.replace(":", " ").split() if sep is None else line.split(sep)
+                    if len(parts) >= 2:
+                        out[parts[0]] = parts[1]
+        except OSError:
+            pass
+        return out
+
+    meminfo = read_keyed("/proc/meminfo")
+    vmstat = read_keyed("/proc/vmstat")
+    cgroup_events = read_keyed("/sys/fs/cgroup/memory.events")
+    host = {
+        "hostname": socket.gethostname(),
+        "mem_total_bytes": int(meminfo["MemTotal"]) * 1024 if "MemTotal" in meminfo else None,
+        "mem_available_bytes": (int(meminfo["MemAvailable"]) * 1024
+                                if "MemAvailable" in meminfo else None),
+        "kernel_oom_kills": int(vmstat["oom_kill"]) if "oom_kill" in vmstat else None,
+        "cgroup_oom_kills": (int(cgroup_events["oom_kill"])
+                             if "oom_kill" in cgroup_events else None),
+        "memory_monitor": {k: os.environ.get(k) for k in MEMORY_MONITOR_ENV},
+    }
+    try:
+        st = os.statvfs("/dev/shm")
+        host["shm_total_bytes"] = st.f_blocks * st.f_frsize
+        host["shm_free_bytes"] = st.f_bavail * st.f_frsize
+    except OSError:
+        host["shm_total_bytes"] = host["shm_free_bytes"] = None
+    return host
+
+
+def node_facts() -> dict:
+    """Everything one probe learns about the node it runs on."""
+    import ray
+
+    return {"node_id": ray.get_runtime_context().get_node_id(),
+            "versions": versions_here(), "host": host_here()}
 
 
 def register() -> None:

@@ -1,0 +1,339 @@
+"""Actors that restart, workers killed for memory, workers that crash: RLD401, RLD402, RLD403.
+
+The seed article's first row ("workers restart often: not enough memory: raise
+object_store_memory") is split here into its real causes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
+from rldoctor.registry import check, fail, info, warn
+
+RECENT_HOURS = 24.0
+DEFAULT_OOM_THRESHOLD = 0.95
+_WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
+
+_ENV_RUNNER_RESTART_FIX = (
+    "A restart storm hides a bug in the env or its creator that must be fixed; restarts only "
+    "buy time. Read the last death in the evidence (memory kills: RLD402; crashes: RLD403) and "
+    "the runner's log (`ray logs actor --id <actor id>`). Meanwhile RLlib's fault tolerance "
+    "(Ray 2.60 names) decides what happens next: "
+    "`config.fault_tolerance(restart_failed_env_runners=True, max_num_env_runner_restarts=N, "
+    "delay_between_env_runner_restarts_s=60.0, restart_failed_sub_environments=True)`; the "
+    "last one recreates just a failing sub-environment instead of the whole runner. The old "
+    "names `recreate_failed_workers` / `max_num_worker_restarts` from the seed article raise "
+    "a ValueError on this RLlib."
+)
+_ACTOR_RESTART_FIX = (
+    "An actor restarts when its worker process dies and max_restarts allows another try. Find "
+    "why it died (last death in the evidence: memory kills are RLD402, crashes RLD403; "
+    "`ray logs actor --id <actor id>` has its output) and fix that cause; raising max_restarts "
+    "only hides it."
+)
+
+
+def _dead_workers(snap) -> list[dict]:
+    return [w for w in (snap.get("workers") or {}).get("dead") or []
+            if w.get("worker_type") in _WORKER_TYPES]
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _deaths_of(actor: dict, dead: list[dict]) -> tuple[list[dict], str]:
+    """Dead workers that hosted this actor, newest first, and how they were matched.
+
+    Ray keeps no death cause for an actor that restarted and is alive again. The
+    workers that hosted it are matched by pid where Ray's task events recorded one
+    (a worker that dies within a second of its last task loses those events), or
+    by the actor's name in a memory-kill message; failing both, the bad deaths on
+    the node the actor lives on are the likely ones.
+    """
+    pids = {(p[0], p[1]) for p in actor.get("pids") or []}
+    found = [w for w in dead if (w.get("node_id"), w.get("pid")) in pids]
+    for w in dead:  # memory kills name the task they interrupted
+        task = parse_oom(w.get("exit_detail", "")).get("task_name", "")
+        if w not in found and task and task.split(":")[-1].startswith(f"{actor['class_name']}.") \
+                and (not actor.get("name") or task.startswith(f"{actor['name']}:")):
+            found.append(w)
+    matched = "pid or name"
+    if not found:
+        nodes = {actor.get("node_id")} | {p[0] for p in pids}
+        found = [w for w in dead if w.get("node_id") in nodes]
+        matched = "node (likely: same node, not confirmed by pid)"
+    return sorted(found, key=lambda w: -(w.get("end_time_ms") or 0)), matched
+
+
+@check("RLD401", "actor-restarts", area="workers", requires=("actors",),
+       params={"fail_at_restarts": 3, "findings_per_class": 5})
+def actor_restarts(snap, params):
+    """Actors restarting or crash-looping, RLlib env runners and learners among them.
+
+    Symptom:
+        Training slows down or stalls while `ray list actors --detail` shows
+        `num_restarts` climbing; RLlib logs "Env runner ... was restarted", results show
+        `fault_tolerance/num_remote_worker_restarts` growing; the driver sees
+        `ActorDiedError` or `ActorUnavailableError: The actor was restarted`.
+
+    Cause:
+        The worker process behind the actor keeps dying: the env raises or segfaults,
+        the node runs out of memory, or the node itself goes away. RLlib restarts env
+        runners by default (`restart_failed_env_runners=True`), so a deterministic
+        failure becomes a restart storm instead of an error.
+
+    Fix:
+        Find the cause of the deaths (the last death is in the evidence; see RLD402 and
+        RLD403) and fix it in the env or the sizing. Tune RLlib's fault tolerance with
+        `config.fault_tolerance(restart_failed_env_runners=..., max_num_env_runner_restarts=...,
+        delay_between_env_runner_restarts_s=..., restart_failed_sub_environments=True)`.
+
+    Article:
+        The seed article blames "not enough memory" and raises object_store_memory. That
+        is one cause among several, and only when the object store is what is full.
+    """
+    dead = _dead_workers(snap)
+    actors_section = snap["actors"]
+    if actors_section.get("truncated"):
+        yield info("cluster", f"Ray's state API returned {actors_section.get('listed')} of "
+                   f"{actors_section.get('total')} actors; restarts of the others were not examined",
+                   {"listed": actors_section.get("listed"), "total": actors_section.get("total")},
+                   "The state API serves at most 10,000 rows (RAY_MAX_LIMIT_FROM_API_SERVER on the "
+                   "head); look class by class with `ray list actors --detail --filter "
+                   "class_name=<Class> --limit 10000`, and remove dead detached actors.")
+    restarted = [a for a in actors_section.get("items") or []
+                 if a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING"]
+    restarted.sort(key=lambda a: (-a.get("num_restarts", 0), a["actor_id"]))
+    per_class: dict[str, list[dict]] = defaultdict(list)
+    for actor in restarted:
+        per_class[actor["class_name"]].append(actor)
+    for class_name, actors in sorted(per_class.items()):
+        role = rllib_role(class_name)
+        fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
+        shown = actors[:params["findings_per_class"]]
+        for actor in shown:
+            yield _restart_finding(actor, dead, params, fix)
+        rest = actors[len(shown):]
+        if rest:
+            yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
+                       f"({sum(a['num_restarts'] for a in rest)} restarts in all)",
+                       {"class_name": class_name, "actor_ids": [a["actor_id"] for a in rest[:50]]},
+                       fix)
+
+
+def _restart_finding(actor: dict, dead: list[dict], params: dict, fix: str):
+    restarts = actor.get("num_restarts", 0)
+    state = actor.get("state")
+    deaths, matched = _deaths_of(actor, dead)
+    last = None
+    if deaths:
+        w = deaths[0]
+        last = {"exit_type": w["exit_type"], "pid": w["pid"], "node_id": w["node_id"],
+                "detail": _short(w.get("exit_detail", "")), "matched_by": matched}
+    elif actor.get("death_cause"):
+        cause = actor["death_cause"]
+        last = {"exit_type": cause.get("kind"), "detail": _short(cause.get("message", ""))}
+    if state == "RESTARTING":
+        severity, how = fail, f"is restarting now (restarted {restarts} time(s) so far)"
+    elif state == "DEAD":
+        severity, how = fail, f"restarted {restarts} time(s), then died for good"
+    elif restarts >= params["fail_at_restarts"]:
+        severity, how = fail, f"restarted {restarts} times: crash loop"
+    else:
+        severity, how = warn, f"restarted {restarts} time(s)"
+    where = (actor.get("node_id") or "")[:12]
+    message = f"{describe_actor(actor)} (actor {actor['actor_id'][:12]}) {how}, now on node {where}"
+    if last:
+        reading = ("killed by Ray's memory monitor" if last["exit_type"] in
+                   ("NODE_OUT_OF_MEMORY", "oom_context") else
+                   crash_kind(last["detail"]) if last["exit_type"] == "SYSTEM_ERROR" else
+                   last["exit_type"])
+        message += f"; last death: {last['exit_type']} ({reading})"
+    evidence = {"actor_id": actor["actor_id"], "class_name": actor["class_name"],
+                "rllib_role": rllib_role(actor["class_name"]), "name": actor.get("name"),
+                "state": state, "node_id": actor.get("node_id"), "num_restarts": restarts,
+                "num_restarts_due_to_node_preemption":
+                    actor.get("num_restarts_due_to_node_preemption", 0),
+                "last_death": last, "deaths_found": len(deaths)}
+    return severity(f"actor:{actor['actor_id']}", message, evidence, fix)
+
+
+_OOM_FIX = (
+    "These kills are about heap memory: the node's processes together (env runners, "
+    "learners, their sample batches, plus the object store's pages) used more than "
+    "RAY_memory_usage_threshold of the node's RAM, so Ray killed the newest workers to save "
+    "the node. Raising object_store_memory (the seed article's fix for restarting workers) "
+    "does not help here and can make it worse, because the store's memory counts too; it is "
+    "the right knob only when the object store itself is full (RLD301). Instead: run fewer "
+    "env runners per node (lower num_env_runners, or raise num_cpus_per_env_runner so fewer "
+    "fit on a node), make each smaller (num_envs_per_env_runner, rollout_fragment_length, "
+    "train_batch_size_per_learner), give the node more memory, or find a leak (RSS of "
+    "ray::SingleAgentEnvRunner growing every iteration). `ray logs raylet.out --node-id "
+    "{node_id}` lists the top memory users at each kill. To change the threshold set "
+    "RAY_memory_usage_threshold (default 0.95) in the environment of `ray start` on every node."
+)
+_KERNEL_OOM_FIX = (
+    "Check the host's kernel log (`dmesg -T | grep -i -E 'killed process|out of memory'`) for "
+    "the dead workers' pids. Kernel OOM kills bypass Ray's monitor: the container or host has "
+    "less memory than Ray believes (a cgroup limit Ray did not see), or memory grew faster than "
+    "RAY_memory_monitor_refresh_ms. Give the container a limit Ray can read, leave headroom, run "
+    "fewer env runners per node, or enable Ray's resource isolation "
+    "(`ray start --enable-resource-isolation`)."
+)
+
+
+def _threshold_in_force(snap, node_id: str) -> tuple[float, str]:
+    monitor = ((snap.get("hosts") or {}).get(node_id) or {}).get("memory_monitor") or {}
+    value = monitor.get("RAY_memory_usage_threshold")
+    try:
+        return float(value), "RAY_memory_usage_threshold on that node"
+    except (TypeError, ValueError):
+        return DEFAULT_OOM_THRESHOLD, "Ray's default"
+
+
+@check("RLD402", "oom-kills", area="workers", requires=("workers",))
+def oom_kills(snap, params):
+    """Workers killed for memory, by Ray's memory monitor or by the kernel.
+
+    Symptom:
+        `ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on
+        memory`; "N worker(s) were killed due to the node running low on memory" in the
+        driver's output; env runners that restart (RLD401) or workers that die without a
+        word (RLD403) on a node that is short of RAM.
+
+    Cause:
+        The node's memory use passed Ray's kill threshold (`RAY_memory_usage_threshold`,
+        0.95 by default), so the raylet killed the most recently started workers; or the
+        Linux OOM killer struck first. In RLlib this is nearly always heap memory: too
+        many env runners per node, large sample batches, or a leak, not the object store.
+
+    Fix:
+        Fewer or smaller env runners per node, more memory per node, or a fixed leak.
+        Raise `object_store_memory` only when the object store is what is full (RLD301).
+    """
+    dead = _dead_workers(snap)
+    created = snap.get("created_at")
+    kills: dict[str, list[dict]] = defaultdict(list)
+    seen = set()
+    for w in dead:
+        if w.get("exit_type") == "NODE_OUT_OF_MEMORY":
+            kills[w["node_id"]].append({"pid": w["pid"], "detail": w.get("exit_detail", ""),
+                                        "end_time_ms": w.get("end_time_ms")})
+            seen.add((w["node_id"], w["pid"]))
+    for t in (snap.get("workers") or {}).get("oom_tasks") or []:
+        if t.get("node_id") and (t["node_id"], t.get("worker_pid")) not in seen \
+                and not kills.get(t["node_id"]):
+            kills[t["node_id"]].append({"pid": t.get("worker_pid"), "detail": t.get("error_message", ""),
+                                        "end_time_ms": t.get("end_time_ms"), "task": t.get("name")})
+    for node_id, events in sorted(kills.items()):
+        events.sort(key=lambda e: -(e.get("end_time_ms") or 0))
+        latest = parse_oom(events[0]["detail"])
+        threshold, source = _threshold_in_force(snap, node_id)
+        if "threshold_fraction" in latest:
+            threshold, source = latest["threshold_fraction"], "Ray's kill message"
+        node = snap.node(node_id) or {}
+        age = age_hours(events[0].get("end_time_ms"), created)
+        severity = info if age is not None and age > RECENT_HOURS else fail
+        tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?"
+                        for e in events})
+        used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
+                f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
+        message = (f"Ray's memory monitor killed {len(events)} worker(s) on node {node_id[:12]} "
+                   f"({node.get('ip') or latest.get('ip', '?')}): memory was {used}, above the "
+                   f"kill threshold of {threshold:.0%} ({source})")
+        if threshold < 0.5:
+            message += "; that threshold is unusually low"
+        yield severity(f"node:{node_id}", message, {
+            "node_id": node_id, "ip": node.get("ip") or latest.get("ip"), "kills": len(events),
+            "pids": [e["pid"] for e in events[:20]], "killed_tasks": tasks[:20],
+            "memory_used_gb": latest.get("used_gb"), "memory_limit_gb": latest.get("limit_gb"),
+            "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
+            "threshold_source": source, "hours_since_last_kill": age,
+            "last_message": _short(events[0]["detail"], 400)},
+            _OOM_FIX.format(node_id=node_id))
+
+    # The kernel's OOM killer leaves no trace in Ray except a worker that vanished.
+    vanished: dict[str, list[dict]] = defaultdict(list)
+    for w in dead:
+        if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
+            vanished[w["node_id"]].append(w)
+    for node_id, workers in sorted(vanished.items()):
+        host = (snap.get("hosts") or {}).get(node_id) or {}
+        counters = {k: host.get(k) for k in ("kernel_oom_kills", "cgroup_oom_kills")}
+        if not any(counters.values()):
+            continue
+        yield warn(f"node:{node_id}",
+                   f"{len(workers)} worker(s) on node {node_id[:12]} vanished without notice and "
+                   f"the kernel's OOM killer has been active on that host "
+                   f"({', '.join(f'{k}={v}' for k, v in counters.items() if v)} since boot): "
+                   "they may have been killed for memory by the kernel",
+                   {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]], **counters},
+                   _KERNEL_OOM_FIX)
+
+
+_CRASH_FIX = (
+    "Read the dead worker's own log: `ray logs worker-{worker_id}*.err --node-id {node_id}` "
+    "(and the .out next to it) shows the last words of the process. A segfault or abort "
+    "(SIGSEGV, SIGABRT) comes from native code, usually the env's simulator or a C extension: "
+    "run the env alone with `python -X faulthandler` to reproduce it, and in RLlib set "
+    "`config.fault_tolerance(restart_failed_sub_environments=True)` to contain it. A worker "
+    "that vanished without notice (\"connection error code 2. End of file\") was killed with "
+    "SIGKILL: by the kernel's OOM killer (check `dmesg`; then see RLD402), by `ray stop "
+    "--force`, by a person or a supervisor, or it called os._exit."
+)
+
+
+@check("RLD403", "worker-crashes", area="workers", requires=("workers",),
+       params={"fail_at_crashes": 3})
+def worker_crashes(snap, params):
+    """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
+
+    Symptom:
+        `ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this
+        task`, `WorkerCrashedError`, or "Worker unexpectedly exits with a connection error
+        code 2. End of file" in the driver's output or `ray list workers --detail`.
+
+    Cause:
+        The worker process died outside Ray's control: a segfault or abort in native code
+        (env simulators, C extensions), a SIGKILL from the kernel's OOM killer, from
+        `ray stop --force` or from a person, or an `os._exit` in user code. Ray records
+        it as exit type `SYSTEM_ERROR`.
+
+    Fix:
+        Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check
+        the host's `dmesg` for OOM kills; reproduce a native crash with the env alone under
+        `python -X faulthandler`.
+    """
+    created = snap.get("created_at")
+    dead_nodes = {n["node_id"] for n in snap.nodes if not n.get("alive")}
+    crashes: dict[str, list[dict]] = defaultdict(list)
+    for w in _dead_workers(snap):
+        if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes:
+            crashes[w["node_id"]].append(w)  # workers of dead nodes: RLD101 tells that story
+    for node_id, workers in sorted(crashes.items()):
+        workers.sort(key=lambda w: -(w.get("end_time_ms") or 0))
+        latest = workers[0]
+        recent = [w for w in workers
+                  if (age_hours(w.get("end_time_ms"), created) or 0) <= RECENT_HOURS]
+        kinds = sorted({crash_kind(w.get("exit_detail", "")) for w in workers})
+        if not recent:
+            severity = info
+        elif len(recent) >= params["fail_at_crashes"]:
+            severity = fail
+        else:
+            severity = warn
+        node = snap.node(node_id) or {}
+        yield severity(
+            f"node:{node_id}",
+            f"{len(workers)} worker(s) on node {node_id[:12]} ({node.get('ip') or latest.get('ip')}) "
+            f"died of a system error: {'; '.join(kinds)} (latest pid {latest['pid']})",
+            {"node_id": node_id, "crashes": len(workers), "recent_crashes": len(recent),
+             "pids": [w["pid"] for w in workers[:20]],
+             "worker_ids": [w["worker_id"] for w in workers[:20]], "kinds": kinds,
+             "latest_detail": _short(latest.get("exit_detail", ""), 400),
+             "hours_since_latest": age_hours(latest.get("end_time_ms"), created)},
+            _CRASH_FIX.format(worker_id=latest["worker_id"], node_id=node_id),
+        )

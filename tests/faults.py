@@ -1,0 +1,79 @@
+"""Real faults for real clusters, shared by the tests and tests/record_fixtures.py.
+
+Each function runs a short driver against a LocalCluster and returns what it
+learned (an actor id, a pid, how a task ended).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from localcluster import LocalCluster
+
+CRASH_THREE_TIMES = """
+import os, time
+@ray.remote(max_restarts=5, num_cpus=0)
+class EnvSimulator:
+    def crash(self):
+        os._exit(1)
+    def pid(self):
+        return os.getpid()
+def pid_of(actor):
+    for _ in range(100):
+        try:
+            return ray.get(actor.pid.remote())
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError("actor never came back")
+a = EnvSimulator.options(name="flaky-sim", lifetime="detached", namespace="e2e",
+                         label_selector={"ray.io/node-id": NODE}).remote()
+for _ in range(3):
+    pid_of(a)
+    try:
+        ray.get(a.crash.remote())
+    except Exception:
+        pass
+pid_of(a)
+print("=>", a._actor_id.hex())
+"""
+
+SPAWN_VICTIM = """
+import os
+@ray.remote(num_cpus=0)
+class Victim:
+    def pid(self):
+        return os.getpid()
+v = Victim.options(name="victim", lifetime="detached", namespace="e2e",
+                   label_selector={"ray.io/node-id": NODE}).remote()
+print("=>", ray.get(v.pid.remote()))
+"""
+
+HOG_MEMORY = """
+import time
+@ray.remote(num_cpus=0, max_retries=0)
+def hog():
+    time.sleep(60)
+try:
+    ray.get(hog.options(label_selector={"ray.io/node-id": NODE}).remote(), timeout=50)
+    print("=>", "survived")
+except Exception as exc:
+    print("=>", type(exc).__name__)
+"""
+
+
+def actor_that_crashes_three_times(cluster: LocalCluster, node_id: str) -> str:
+    """A detached actor with max_restarts=5 that kills itself three times; returns its id."""
+    return cluster.run_driver(f"NODE = {node_id!r}\n" + CRASH_THREE_TIMES).strip()
+
+
+def worker_killed_with_sigkill(cluster: LocalCluster, node_id: str) -> int:
+    """An actor's worker process on `node_id`, killed with SIGKILL from outside; returns its pid."""
+    pid = int(cluster.run_driver(f"NODE = {node_id!r}\n" + SPAWN_VICTIM).strip())
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+def task_on_memory_starved_node(cluster: LocalCluster, node_id: str) -> str:
+    """A task on a node whose memory monitor kills everything; returns how it ended."""
+    return cluster.run_driver(f"NODE = {node_id!r}\n" + HOG_MEMORY).strip()

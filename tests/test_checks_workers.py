@@ -1,0 +1,142 @@
+"""RLD401, RLD402, RLD403 on the recorded worker-faults cluster and on edits of it."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from rldoctor.checks._rllib import crash_kind, parse_oom, rllib_role
+from rldoctor.checks.workers import actor_restarts, oom_kills, worker_crashes
+from rldoctor.model import Severity
+from rldoctor.snapshot import Snapshot
+
+FAULTS = json.loads((FIXTURES / "worker-faults.json").read_text())
+BY_IP = {n["ip"]: n["node_id"] for n in FAULTS["nodes"]}
+
+
+def run(check, data, **params):
+    return list(check(Snapshot(data), {**check.params, **params}))
+
+
+def flaky(data):
+    return next(a for a in data["actors"]["items"] if a["class_name"] == "EnvSimulator")
+
+
+def test_rld401_crash_loop_names_actor_node_and_last_death():
+    [finding] = run(actor_restarts, FAULTS)
+    actor = flaky(FAULTS)
+    assert finding.severity is Severity.FAIL and finding.subject == f"actor:{actor['actor_id']}"
+    assert finding.evidence["node_id"] == BY_IP["127.0.0.11"]
+    assert finding.evidence["num_restarts"] == 3
+    assert finding.evidence["last_death"]["exit_type"] == "SYSTEM_ERROR"
+    assert "max_restarts" in finding.fix
+
+
+@pytest.mark.parametrize("restarts,state,severity", [
+    (1, "ALIVE", Severity.WARN), (2, "ALIVE", Severity.WARN), (3, "ALIVE", Severity.FAIL),
+    (1, "RESTARTING", Severity.FAIL), (1, "DEAD", Severity.FAIL), (0, "RESTARTING", Severity.FAIL),
+])
+def test_rld401_severity(restarts, state, severity):
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)
+    actor["num_restarts"], actor["state"] = restarts, state
+    [finding] = run(actor_restarts, data)
+    assert finding.severity is severity
+
+
+def test_rld401_env_runner_fix_names_rllib_fault_tolerance_settings():
+    data = copy.deepcopy(FAULTS)
+    flaky(data)["class_name"] = "SingleAgentEnvRunner"
+    [finding] = run(actor_restarts, data)
+    assert "RLlib env runner SingleAgentEnvRunner" in finding.message
+    for setting in ("restart_failed_env_runners", "max_num_env_runner_restarts",
+                    "delay_between_env_runner_restarts_s", "restart_failed_sub_environments"):
+        assert setting in finding.fix
+    assert "restart storm hides a bug" in finding.fix
+
+
+def test_rld401_many_restarted_actors_of_one_class_are_summarised():
+    data = copy.deepcopy(FAULTS)
+    template = flaky(data)
+    data["actors"]["items"] = [dict(template, actor_id=f"{i:032x}", num_restarts=1) for i in range(12)]
+    findings = run(actor_restarts, data)
+    assert len(findings) == 6  # five shown, one summary
+    assert findings[-1].subject == "cluster" and "7 more EnvSimulator" in findings[-1].message
+
+
+def test_rld401_no_restarts_no_finding():
+    data = copy.deepcopy(FAULTS)
+    flaky(data)["num_restarts"] = 0
+    assert run(actor_restarts, data) == []
+
+
+def test_rld402_memory_kill_with_figures_and_threshold():
+    [finding] = run(oom_kills, FAULTS)
+    assert finding.severity is Severity.FAIL
+    assert finding.subject == f"node:{BY_IP['127.0.0.12']}"
+    assert finding.evidence["kill_threshold"] == pytest.approx(0.02)
+    assert 0 < finding.evidence["memory_used_gb"] < finding.evidence["memory_limit_gb"]
+    assert "unusually low" in finding.message
+    assert "object_store_memory" in finding.fix and "RLD301" in finding.fix
+
+
+def test_rld402_old_kills_are_info():
+    data = copy.deepcopy(FAULTS)
+    data["created_at"] = "2099-01-01T00:00:00+00:00"
+    [finding] = run(oom_kills, data)
+    assert finding.severity is Severity.INFO
+
+
+def test_rld402_kernel_oom_killer_suspected_when_host_counter_moved():
+    data = copy.deepcopy(FAULTS)
+    node1 = BY_IP["127.0.0.11"]
+    data["hosts"][node1]["kernel_oom_kills"] = 2
+    kernel = [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"]
+    assert len(kernel) == 1 and kernel[0].severity is Severity.WARN
+    assert "kernel" in kernel[0].message and "dmesg" in kernel[0].fix
+
+
+def test_rld403_crashes_grouped_per_node_not_counting_memory_kills():
+    [finding] = run(worker_crashes, FAULTS)
+    assert finding.subject == f"node:{BY_IP['127.0.0.11']}"
+    assert finding.severity is Severity.FAIL  # 4 recent crashes >= 3
+    assert finding.evidence["crashes"] == 4
+    assert "ray logs worker-" in finding.fix
+
+
+def test_rld403_few_crashes_warn_and_dead_nodes_are_left_to_rld101():
+    data = copy.deepcopy(FAULTS)
+    node1 = BY_IP["127.0.0.11"]
+    crashed = [w for w in data["workers"]["dead"] if w["exit_type"] == "SYSTEM_ERROR"]
+    data["workers"]["dead"] = [w for w in data["workers"]["dead"] if w not in crashed[1:]]
+    [finding] = run(worker_crashes, data)
+    assert finding.severity is Severity.WARN
+    next(n for n in data["nodes"] if n["node_id"] == node1)["alive"] = False
+    assert run(worker_crashes, data) == []
+
+
+def test_parsers():
+    text = ("1 worker(s) were killed due to the node running low on memory. Memory on the node "
+            "(IP: 10.0.0.5, ID: abc123) was 27.71GB used / 28.80GB limit (0.962273) OOM kill reason: "
+            "Memory usage 1B exceeded threshold of 27360000000B (95.0% of 28800000000B limit) "
+            "task name=EnvRunner.sample, required resources={}")
+    parsed = parse_oom(text)
+    assert parsed["used_gb"] == 27.71 and parsed["limit_gb"] == 28.80
+    assert parsed["threshold_fraction"] == pytest.approx(0.95)
+    assert parsed["task_name"] == "EnvRunner.sample" and parsed["ip"] == "10.0.0.5"
+    assert rllib_role("SingleAgentEnvRunner") == "env runner"
+    assert rllib_role("PPOTorchLearner") == "learner"
+    assert rllib_role("PPO") == "algorithm" and rllib_role("Counter") is None
+    assert crash_kind("Worker exits with signal SIGSEGV") == "SIGSEGV"
+    assert "SIGKILL" in crash_kind("connection error code 2. End of file")
+
+
+def test_rld401_says_when_the_actor_list_was_truncated():
+    data = copy.deepcopy(FAULTS)
+    data["actors"].update(truncated=True, listed=10000, total=12345)
+    findings = run(actor_restarts, data)
+    [note] = [f for f in findings if f.severity is Severity.INFO]
+    assert "10000 of 12345" in note.message
