@@ -24,6 +24,7 @@ _SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Article|Evidence|Options):\s*$")
 ENTRY_POINT_GROUP = "rldoctor.checks"
 BUILTIN_MODULES = (
     "rldoctor.checks.cluster",
+    "rldoctor.checks.memory",
     "rldoctor.checks.workers",
 )
 

@@ -77,3 +77,28 @@ def worker_killed_with_sigkill(cluster: LocalCluster, node_id: str) -> int:
 def task_on_memory_starved_node(cluster: LocalCluster, node_id: str) -> str:
     """A task on a node whose memory monitor kills everything; returns how it ended."""
     return cluster.run_driver(f"NODE = {node_id!r}\n" + HOG_MEMORY).strip()
+
+
+HOARD = """
+import numpy as np
+@ray.remote(num_cpus=0)
+class Hoarder:
+    def __init__(self):
+        self.refs = []
+    def put(self, mib, chunks):
+        for _ in range(chunks):
+            self.refs.append(ray.put(np.ones(mib * 2**20, dtype=np.uint8)))
+        return len(self.refs)
+try:
+    h = ray.get_actor("hoarder", namespace="faults")
+except ValueError:
+    h = Hoarder.options(name="hoarder", namespace="faults", lifetime="detached",
+                        label_selector={"ray.io/node-id": NODE}).remote()
+print("=>", ray.get(h.put.remote(CHUNK_MIB, CHUNKS)))
+"""
+
+
+def hoard_objects(cluster: LocalCluster, node_id: str, chunks: int, chunk_mib: int = 5) -> int:
+    """A long-lived detached actor on `node_id` that ray.put()s and keeps `chunks` objects."""
+    code = f"NODE = {node_id!r}\nCHUNK_MIB = {chunk_mib}\nCHUNKS = {chunks}\n" + HOARD
+    return int(cluster.run_driver(code).strip())

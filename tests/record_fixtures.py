@@ -97,8 +97,27 @@ def record_worker_faults() -> None:
         collect(cluster, "worker-faults")
 
 
+def record_memory_pressure() -> None:
+    """memory-pressure: node 1 stores objects on disk and sits near its kill threshold;
+    node 2's 80 MiB object store is filled by an actor, then pushed until it spills."""
+    from faults import hoard_objects
+
+    info = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+    used = 1 - int(info["MemAvailable"].split()[0]) / int(info["MemTotal"].split()[0])
+    with tempfile.TemporaryDirectory(dir="/tmp") as plasma:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+        specs[1].env["RAY_memory_usage_threshold"] = f"{used + 0.06:.3f}"
+        specs[1].extra_args = ["--plasma-directory", plasma]
+        specs[2].object_store_memory = 80 * 2**20
+        specs[2].env["RAY_object_spilling_threshold"] = "1.0"
+        with LocalCluster(specs) as cluster:
+            hoard_objects(cluster, cluster.nodes[2].node_id, chunks=21)
+            time.sleep(2)
+            collect(cluster, "memory-pressure")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
-             "worker-faults": record_worker_faults}
+             "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

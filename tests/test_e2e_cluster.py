@@ -76,8 +76,14 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
         "from rldoctor.collect import private\n"
         "per_node = private.available_resources_per_node()\n"
         "demands = private.resource_demands(ray.get_runtime_context().gcs_address, 5)\n"
-        "print('=>', json.dumps({'per_node': per_node, 'demands': demands}))\n"))
+        "stats = {n['NodeID']: private.raylet_node_stats(n['NodeManagerAddress'], "
+        "n['NodeManagerPort'], 5) for n in ray.nodes()}\n"
+        "print('=>', json.dumps({'per_node': per_node, 'demands': demands, 'stats': stats}))\n"))
     found = json.loads(out.strip())
+    assert set(found["stats"]) == {n.node_id for n in cluster3.nodes}
+    for stats in found["stats"].values():
+        assert stats["store"]["object_store_bytes_avail"] == 100 * 2**20  # the capacity
+        assert "spilled_bytes_total" in stats["store"]
     assert set(found["per_node"]) == {n.node_id for n in cluster3.nodes}
     assert all(v["CPU"] == 1.0 for v in found["per_node"].values())
     assert set(found["demands"]) >= {"task_actor", "placement_groups"}

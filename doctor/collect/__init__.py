@@ -83,7 +83,7 @@ class Unavailable(Exception):
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    from rldoctor.collect import actors, demands, nodes, versions
+    from rldoctor.collect import actors, demands, nodes, objectstore, versions
     from rldoctor.collect import cluster as cluster_facts
 
     connect.prepare_auth_env()
@@ -114,6 +114,8 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
                 doc["collectors"][section] = dict(record)
                 if probed is not None:
                     doc[section] = split(probed)
+            _run_section(doc, "object_store",
+                         lambda: objectstore.collect(conn, budget, doc.get("nodes")))
             _run_section(doc, "actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster")))
             _run_section(doc, "workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster")))
         finally:

@@ -68,13 +68,63 @@ def host_here() -> dict:
                              if "oom_kill" in cgroup_events else None),
         "memory_monitor": {k: os.environ.get(k) for k in MEMORY_MONITOR_ENV},
     }
-    try:
-        st = os.statvfs("/dev/shm")
-        host["shm_total_bytes"] = st.f_blocks * st.f_frsize
-        host["shm_free_bytes"] = st.f_bavail * st.f_frsize
-    except OSError:
-        host["shm_total_bytes"] = host["shm_free_bytes"] = None
+    host["shm_total_bytes"], host["shm_free_bytes"] = disk_of("/dev/shm")
+    host["raylet"] = raylet_settings()
+    for key in ("plasma_directory", "fallback_directory", "spill_directory"):
+        path = host["raylet"].get(key)
+        if path:
+            total, free = disk_of(path)
+            host["raylet"][f"{key}_total_bytes"] = total
+            host["raylet"][f"{key}_free_bytes"] = free
     return host
+
+
+def disk_of(path: str):
+    """(total, free) bytes of the filesystem holding `path`, or (None, None)."""
+    import os
+
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None, None
+    return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def raylet_settings() -> dict:
+    """The object store flags of this node's raylet, read from its command line.
+
+    A worker is a child of its node's raylet; the raylet's flags say where the
+    object store lives (`--plasma_directory`: /dev/shm, or a disk when /dev/shm was
+    too small) and how big it is.
+    """
+    import json
+    import os
+
+    settings: dict = {}
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            args = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return settings
+    if not args or not args[0].endswith("raylet"):
+        return settings
+    for arg in args[1:]:
+        key, _, value = arg.lstrip("-").partition("=")
+        if key in ("plasma_directory", "fallback_directory", "session_dir"):
+            settings[key] = value
+        elif key == "object_store_memory":
+            settings[key] = int(value)
+        elif key == "huge_pages":
+            settings[key] = True
+    spill = os.environ.get("RAY_object_spilling_directory")
+    if not spill and os.environ.get("RAY_object_spilling_config"):
+        try:
+            spill = json.loads(os.environ["RAY_object_spilling_config"])["params"]["directory_path"]
+        except (ValueError, KeyError, TypeError):
+            spill = None
+    settings["spill_directory"] = spill or settings.get("session_dir")
+    settings["spill_directory_is_default"] = not spill
+    return settings
 
 
 def node_facts() -> dict:

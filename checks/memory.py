@@ -1,0 +1,268 @@
+"""Object store pressure, spilling, host memory and /dev/shm: RLD301, RLD302, RLD303, RLD304.
+
+The seed article's fix for restarting workers ("raise object_store_memory") is
+right exactly when these checks find the object store full, and wrong otherwise.
+"""
+
+from __future__ import annotations
+
+from rldoctor.registry import check, fail, info, warn
+
+MiB = 2**20
+GiB = 2**30
+DEFAULT_KILL_THRESHOLD = 0.95
+
+
+def _mib(value) -> str:
+    return f"{(value or 0) / MiB:.1f} MiB"
+
+
+def _gib(value) -> str:
+    return f"{(value or 0) / GiB:.1f} GiB"
+
+
+def _where(snap, node_id: str) -> str:
+    node = snap.node(node_id) or {}
+    return f"node {node_id[:12]} ({node.get('ip', '?')})"
+
+
+def _owner_label(owner: dict, actors: dict) -> str:
+    actor = actors.get(owner.get("actor_id") or "")
+    who = f"actor {actor['class_name']}" if actor else (
+        f"actor {owner['actor_id'][:12]}" if owner.get("actor_id") else "a task or driver")
+    return f"{who}, pid {owner['pid']}: {owner['num_owned_objects']} objects"
+
+
+_STORE_FIX = (
+    "Find what holds the objects: the evidence lists the top owners; `ray memory "
+    "--group-by STACK_TRACE --sort-by OBJECT_SIZE` shows where each was created. Then, by "
+    "case: leaked ObjectRefs (refs kept in a list, a dict of futures never drained) must be "
+    "dropped; too much in flight in RLlib means lowering "
+    "`env_runners(max_requests_in_flight_per_env_runner=...)` or the batch sizes "
+    "(train_batch_size_per_learner, rollout_fragment_length); genuinely large working sets "
+    "need a bigger store: this is the case where the seed article's fix is right, raise "
+    "`--object-store-memory` on `ray start` (default 30% of RAM) and keep /dev/shm at least "
+    "that big (Docker: `--shm-size`)."
+)
+
+
+@check("RLD301", "object-store-pressure", area="memory", requires=("object_store",),
+       params={"warn_fraction": 0.70, "fail_fraction": 0.90})
+def object_store_pressure(snap, params):
+    """Object store use high on a node.
+
+    Symptom:
+        `ray.exceptions.ObjectStoreFullError: Failed to put object ... in object store
+        because it is full`; tasks wait in `PENDING_OBJ_STORE_MEM_AVAIL`; RLlib's
+        `sync_weights` or sampling slows down, then spilling starts (RLD302).
+
+    Cause:
+        The node's plasma store holds more than it comfortably can: ObjectRefs kept
+        alive by a driver or actor, too many sample batches in flight, large weights
+        broadcast every iteration, or a store sized too small for the workload.
+
+    Fix:
+        Find the owners (`ray memory --group-by STACK_TRACE --sort-by OBJECT_SIZE`),
+        release leaked references, send less in flight
+        (`max_requests_in_flight_per_env_runner`, smaller batches), or raise
+        `--object-store-memory` when the working set really is that big.
+
+    Article:
+        "Workers restart often: raise object_store_memory" is right in this case only:
+        when the object store is what is full.
+    """
+    store = snap["object_store"]
+    actors = {a["actor_id"]: a for a in (snap.get("actors") or {}).get("items") or []}
+    for node_id, stats in sorted((store.get("nodes") or {}).items()):
+        s = stats["store"]
+        capacity = s.get("object_store_bytes_avail") or 0
+        if capacity <= 0:
+            continue
+        used = s.get("object_store_bytes_used") or 0
+        fraction = used / capacity
+        if fraction < params["warn_fraction"]:
+            continue
+        primary = (s.get("object_store_bytes_primary_copy") or 0) / capacity
+        severity = fail if fraction >= params["fail_fraction"] else warn
+        owners = stats.get("top_owners") or []
+        message = (f"object store on {_where(snap, node_id)} is {fraction:.0%} full: "
+                   f"{_mib(used)} of {_mib(capacity)}, {s.get('num_local_objects', 0)} objects, "
+                   f"{primary:.0%} primary copies that cannot be evicted")
+        if owners:
+            message += f"; top owner: {_owner_label(owners[0], actors)}"
+        yield severity(f"node:{node_id}", message, {
+            "node_id": node_id, "used_bytes": used, "capacity_bytes": capacity,
+            "used_fraction": round(fraction, 4), "primary_copy_fraction": round(primary, 4),
+            "num_objects": s.get("num_local_objects"),
+            "fallback_bytes": s.get("object_store_bytes_fallback"),
+            "top_owners": [dict(o, label=_owner_label(o, actors)) for o in owners],
+            "thresholds": {"warn": params["warn_fraction"], "fail": params["fail_fraction"]}},
+            _STORE_FIX)
+
+
+_SPILL_FIX = (
+    "Spilling keeps a full object store working by writing objects to disk, at disk speed: "
+    "fine now and then, a bottleneck when steady. Reduce what is in the store (see RLD301's "
+    "fix: leaked refs, max_requests_in_flight_per_env_runner, batch sizes) or give the store "
+    "more memory (`ray start --object-store-memory`). Spill to a large, fast disk with "
+    "`ray start --object-spilling-directory /mnt/fast-disk` (Ray's default is the session dir "
+    "under /tmp); past local_fs_capacity_threshold (95% full) object creation fails with "
+    "OutOfDiskError."
+)
+
+
+@check("RLD302", "object-spilling", area="memory", requires=("object_store",),
+       params={"disk_fail_fraction": 0.95})
+def object_spilling(snap, params):
+    """Objects spilled to disk.
+
+    Symptom:
+        Iterations slow down; raylet logs "Spilled N MiB, M objects, write throughput ..."
+        or `ray memory --stats-only` shows "Spilled"; later `OutOfDiskError` or
+        "... is over 95% full ... Object creation will fail if spilling is required".
+
+    Cause:
+        The object store filled up (RLD301) and Ray moved primary copies to disk to make
+        room. Every spilled object is written and later read back from disk.
+
+    Fix:
+        Put less in the store or make it bigger; spill to a large, fast disk with
+        `--object-spilling-directory`; keep that disk below 95% full.
+    """
+    hosts = snap.get("hosts") or {}
+    for node_id, stats in sorted((snap["object_store"].get("nodes") or {}).items()):
+        s = stats["store"]
+        spilled = s.get("spilled_bytes_total") or 0
+        if spilled <= 0:
+            continue
+        raylet = (hosts.get(node_id) or {}).get("raylet") or {}
+        spill_dir = raylet.get("spill_directory")
+        total, free = raylet.get("spill_directory_total_bytes"), raylet.get("spill_directory_free_bytes")
+        disk_used = (1 - free / total) if total and free is not None else None
+        severity = fail if disk_used is not None and disk_used >= params["disk_fail_fraction"] else warn
+        seconds = s.get("spill_time_total_s") or 0
+        rate = f", {spilled / MiB / seconds:.0f} MiB/s" if seconds > 0 else ""
+        message = (f"{_where(snap, node_id)} spilled {_mib(spilled)} "
+                   f"({s.get('spilled_objects_total', 0)} objects{rate}) to "
+                   f"{spill_dir or 'disk'}")
+        if disk_used is not None:
+            message += f", whose disk is {disk_used:.0%} full ({_gib(free)} free)"
+        yield severity(f"node:{node_id}", message, {
+            "node_id": node_id, "spilled_bytes": spilled,
+            "spilled_objects": s.get("spilled_objects_total"),
+            "restored_bytes": s.get("restored_bytes_total"),
+            "spill_time_s": seconds, "spill_directory": spill_dir,
+            "spill_directory_is_default": raylet.get("spill_directory_is_default"),
+            "spill_disk_free_bytes": free, "spill_disk_total_bytes": total}, _SPILL_FIX)
+
+
+_HOST_MEMORY_FIX = (
+    "The node is close to the point where Ray's memory monitor kills workers (RLD402). Cut "
+    "heap use per node: fewer env runners per node (lower num_env_runners or raise "
+    "num_cpus_per_env_runner), smaller batches and fewer envs per runner, or more RAM. Look "
+    "at what uses it (`ray logs raylet.out` lists the top memory users at each kill; `ps` "
+    "on the host). The object store's memory counts too: do not raise object_store_memory "
+    "to fix this."
+)
+
+
+@check("RLD303", "node-memory-pressure", area="memory", requires=("hosts",),
+       params={"warn_margin": 0.10, "fail_margin": 0.03})
+def node_memory_pressure(snap, params):
+    """Host memory near Ray's OOM-kill threshold.
+
+    Symptom:
+        Workers start dying with `OutOfMemoryError` (RLD402) or vanish (kernel OOM,
+        RLD403); the node swaps or slows down; `ray status` shows memory near the limit.
+
+    Cause:
+        The processes on the node (env runners, learners, their batches, the object
+        store, Ray's own daemons) use nearly all RAM. Ray's memory monitor kills workers
+        once use passes `RAY_memory_usage_threshold` (default 0.95) of the node's memory.
+
+    Fix:
+        Fewer or smaller env runners per node, or more memory. Warned within 10 points
+        of the threshold, failed within 3 (settable).
+    """
+    for node_id, host in sorted((snap["hosts"] or {}).items()):
+        total, available = host.get("mem_total_bytes"), host.get("mem_available_bytes")
+        if not total or available is None:
+            continue
+        used = 1 - available / total
+        raw = (host.get("memory_monitor") or {}).get("RAY_memory_usage_threshold")
+        try:
+            threshold, source = float(raw), "RAY_memory_usage_threshold on that node"
+        except (TypeError, ValueError):
+            threshold, source = DEFAULT_KILL_THRESHOLD, "Ray's default"
+        margin = threshold - used
+        if margin > params["warn_margin"]:
+            continue
+        severity = fail if margin <= params["fail_margin"] else warn
+        state = "above" if margin < 0 else f"within {margin * 100:.1f} points of"
+        yield severity(
+            f"node:{node_id}",
+            f"host memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
+            f"({_gib(total - available)} of {_gib(total)}), {state} the kill threshold "
+            f"{threshold * 100:.1f}% ({source})",
+            {"node_id": node_id, "used_fraction": round(used, 4), "kill_threshold": threshold,
+             "threshold_source": source, "mem_total_bytes": total,
+             "mem_available_bytes": available,
+             "margins": {"warn": params["warn_margin"], "fail": params["fail_margin"]}},
+            _HOST_MEMORY_FIX)
+
+
+_SHM_FIX = (
+    "Give the object store shared memory: on Docker run with `--shm-size` at least the "
+    "object store size (Ray's default store is 30% of RAM; in a Ray cluster YAML add it to "
+    "`docker.run_options`); on Kubernetes mount an `emptyDir: {medium: Memory}` at /dev/shm "
+    "(KubeRay does this for you when you set it in the pod template). Or shrink the store "
+    "with `ray start --object-store-memory` to fit /dev/shm. A store on disk "
+    "(RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE) works, slowly."
+)
+
+
+@check("RLD304", "shm-too-small", area="memory", requires=("hosts",))
+def shm_too_small(snap, params):
+    """Object store not on /dev/shm, or /dev/shm smaller than the configured object store.
+
+    Symptom:
+        Ray warned at start "The object store is using /tmp instead of /dev/shm because
+        /dev/shm has only N bytes available. This will harm performance!"; object
+        transfers and `ray.get` are slow; the store overflows into disk-backed memory.
+
+    Cause:
+        Containers get a 64 MB /dev/shm by default. When it is smaller than the object
+        store, Ray puts the store on disk (/tmp) instead; a store placed elsewhere by
+        `--plasma-directory` is on disk too.
+
+    Fix:
+        Enlarge /dev/shm (Docker `--shm-size`, a memory-backed emptyDir on Kubernetes)
+        to at least the object store size, or shrink the store to fit.
+    """
+    store_nodes = (snap.get("object_store") or {}).get("nodes") or {}
+    for node_id, host in sorted((snap["hosts"] or {}).items()):
+        raylet = host.get("raylet") or {}
+        plasma = raylet.get("plasma_directory")
+        size = raylet.get("object_store_memory")
+        shm_total = host.get("shm_total_bytes")
+        fallback = ((store_nodes.get(node_id) or {}).get("store") or {}).get(
+            "object_store_bytes_fallback") or 0
+        evidence = {"node_id": node_id, "plasma_directory": plasma, "object_store_bytes": size,
+                    "shm_total_bytes": shm_total, "shm_free_bytes": host.get("shm_free_bytes"),
+                    "fallback_bytes_in_use": fallback}
+        if plasma and not plasma.startswith("/dev/shm"):
+            yield warn(f"node:{node_id}",
+                       f"object store on {_where(snap, node_id)} lives in {plasma}, not /dev/shm: "
+                       f"every object is disk-backed"
+                       + (f" (/dev/shm is {_mib(shm_total)}, the store {_mib(size)})"
+                          if shm_total and size else ""),
+                       evidence, _SHM_FIX)
+        elif shm_total is not None and size and shm_total < size:
+            yield fail(f"node:{node_id}",
+                       f"/dev/shm on {_where(snap, node_id)} is {_mib(shm_total)}, smaller than "
+                       f"the {_mib(size)} object store placed on it",
+                       evidence, _SHM_FIX)
+        elif fallback > 0:
+            yield info(f"node:{node_id}",
+                       f"object store on {_where(snap, node_id)} overflowed {_mib(fallback)} "
+                       "into disk-backed fallback memory", evidence, _SHM_FIX)
