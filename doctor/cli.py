@@ -30,6 +30,15 @@ def _fail(exc: RldoctorError) -> None:
     os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
 
 
+def _target_specs(targets) -> list:
+    """Parse --target values (a bad one is a usage error) without importing ray."""
+    if not targets:
+        return []
+    from rldoctor.collect.targets import parse_target
+
+    return [parse_target(text) for text in targets]
+
+
 def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
@@ -69,6 +78,11 @@ def main() -> None:
               "on this machine. Default: $RAY_ADDRESS, then auto.")
 @click.option("--from", "from_file", type=click.Path(dir_okay=False),
               help="Diagnose a snapshot recorded by `rldoctor collect` instead of a live cluster.")
+@click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
+              help="Check that an env class, env creator, callbacks class, AlgorithmConfig or "
+              "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "
+              "env runners (RLD501, RLD502). Repeatable. Without --address or --from no cluster "
+              "is contacted.")
 @click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
 @click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -80,17 +94,19 @@ def main() -> None:
 @click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")
-def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout):
+def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
+          targets):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes."""
     try:
         code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
-                      timeout, check_timeout)
+                      timeout, check_timeout, targets=targets)
     except RldoctorError as exc:
         _fail(exc)
     sys.exit(code)
 
 
-def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout) -> int:
+def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
+           targets=()) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.render import RENDERERS
     from rldoctor.runner import run_checks
@@ -103,16 +119,26 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
     _validate_codes("--skip", skip, registry)
     selected = registry.select(only, skip)
 
+    specs = _target_specs(targets)
     if from_file:
         snap = snapshots.load(from_file)
         source = {"kind": "snapshot", "file": str(from_file),
                   "created_at": snap.get("created_at", ""),
                   "recorded_from": (snap.get("source") or {}).get("address")}
+    elif specs and not address:  # only the user's targets: no cluster is contacted
+        texts = [spec.text for spec in specs]
+        snap = snapshots.validate(snapshots.new_document(
+            {"kind": "targets", "file": ", ".join(texts), "targets": texts}), "targets")
+        source = dict(snap.get("source") or {})
     else:
         from rldoctor.collect import collect_snapshot
 
         snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout), "live cluster")
         source = dict(snap.get("source") or {})
+    if specs:
+        from rldoctor.collect.targets import add_targets
+
+        add_targets(snap.data, specs, timeout_s=timeout)
     results = run_checks(selected, snap, timeout_s=check_timeout)
     report = Report(results=results, source=source, notes=list(registry.problems))
     _write(RENDERERS[fmt](report), output)
