@@ -94,19 +94,61 @@ def main() -> None:
 @click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")
+@click.option("--zone-label", default=None, metavar="KEY",
+              help="Node label that names a node's availability zone "
+              "[default: ray.io/availability-zone].")
+@click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
+              help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
+              "(`rldoctor explain CODE` lists them).")
 def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          targets):
+          zone_label, settings, targets):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes."""
     try:
         code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
-                      timeout, check_timeout, targets=targets)
+                      timeout, check_timeout, _check_params(settings, zone_label),
+                      targets=targets)
     except RldoctorError as exc:
         _fail(exc)
     sys.exit(code)
 
 
+def _check_params(settings: tuple[str, ...], zone_label: str | None) -> dict:
+    """--set CODE.PARAM=VALUE (values read as JSON when they parse) and --zone-label."""
+    import json
+
+    params: dict[str, dict] = {}
+    for item in settings:
+        key, sep, raw = item.partition("=")
+        code, dot, name = key.partition(".")
+        if not sep or not dot or not name:
+            raise UsageError(f"--set {item!r}: expected CODE.PARAM=VALUE, e.g. RLD201.warn_ms=10")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        params.setdefault(code.strip().upper(), {})[name.strip()] = value
+    if zone_label:
+        for code in ZONE_CHECKS:
+            params.setdefault(code, {})["zone_label"] = zone_label
+    return params
+
+
+ZONE_CHECKS = ("RLD201", "RLD202", "RLD203")
+
+
+def _validate_params(params: dict, registry) -> None:
+    checks = registry.by_code()
+    for code, values in params.items():
+        if code not in checks:
+            raise UsageError(f"--set: unknown check code {code}")
+        unknown = sorted(set(values) - set(checks[code].params))
+        if unknown:
+            known = ", ".join(sorted(checks[code].params)) or "none"
+            raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
+
+
 def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           targets=()) -> int:
+           params=None, targets=()) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.render import RENDERERS
     from rldoctor.runner import run_checks
@@ -117,6 +159,7 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
     registry = load_registry()
     _validate_codes("--only", only, registry)
     _validate_codes("--skip", skip, registry)
+    _validate_params(params or {}, registry)
     selected = registry.select(only, skip)
 
     specs = _target_specs(targets)
@@ -139,7 +182,7 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
         from rldoctor.collect.targets import add_targets
 
         add_targets(snap.data, specs, timeout_s=timeout)
-    results = run_checks(selected, snap, timeout_s=check_timeout)
+    results = run_checks(selected, snap, params=params, timeout_s=check_timeout)
     report = Report(results=results, source=source, notes=list(registry.problems))
     _write(RENDERERS[fmt](report), output)
     if output:

@@ -25,6 +25,7 @@ ENTRY_POINT_GROUP = "rldoctor.checks"
 BUILTIN_MODULES = (
     "rldoctor.checks.cluster",
     "rldoctor.checks.memory",
+    "rldoctor.checks.network",
     "rldoctor.checks.serialization",
     "rldoctor.checks.workers",
 )

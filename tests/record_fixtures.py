@@ -116,8 +116,20 @@ def record_memory_pressure() -> None:
             collect(cluster, "memory-pressure")
 
 
+def record_network_delayed() -> None:
+    """network-delayed: node 1 receives object chunks 200 ms late; node 2 is in zone-b and
+    its workers get every task 30 ms late (Ray's own RAY_testing_asio_delay_us)."""
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+    specs[1].env["RAY_testing_asio_delay_us"] = "ObjectManagerService.grpc_server.Push=200000:200000"
+    specs[2].labels = {"ray.io/availability-zone": "zone-b"}
+    specs[2].env["RAY_testing_asio_delay_us"] = "CoreWorkerService.grpc_server.PushTask=30000:30000"
+    with LocalCluster(specs) as cluster:
+        collect(cluster, "network-delayed")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
-             "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure}
+             "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
+             "network-delayed": record_network_delayed}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

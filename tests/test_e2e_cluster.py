@@ -44,6 +44,11 @@ def test_snapshot_sees_every_node_with_versions_and_zone(cluster3, tmp_path):
     for versions in snap["versions"]["nodes"].values():
         assert versions["ray"] == "2.60.0" and versions["rllib"] == "2.60.0"
         assert versions["torch"].startswith("2.13.0") and versions["gymnasium"]
+    assert set(snap["network"]["nodes"]) == ids
+    assert all(entry["p50_ms"] > 0 for entry in snap["network"]["nodes"].values())
+    assert snap["network"]["baseline_node_id"] in ids
+    assert snap["collectors"]["network"]["duration_s"] < 3.0
+    assert set(snap["object_store"]["nodes"]) == ids and set(snap["hosts"]) == ids
     assert snap["cluster"]["auth_mode"] == "token"
     assert snap["cluster"]["state_api"] is True
     heads = [n for n in snap["nodes"] if n["is_head"]]

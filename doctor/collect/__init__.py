@@ -12,6 +12,7 @@ import contextlib
 import os
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from rldoctor.collect import connect
@@ -82,9 +83,34 @@ class Unavailable(Exception):
     """The data source is not there (for example no dashboard); not a failure of rldoctor."""
 
 
+def _collect_from_fleet(doc: dict, conn, budget, fleet) -> None:
+    """versions and hosts from the probes' facts, then the network measurements."""
+    from rldoctor.collect import network, versions
+
+    _run_section(doc, "probes", lambda: fleet.gather(budget))
+    record = doc["collectors"].pop("probes")  # one probe fills two sections: they share its record
+    doc.pop("probes", None)
+    for section, split in (("versions", versions.versions_section), ("hosts", versions.hosts_section)):
+        doc["collectors"][section] = dict(record)
+        if record["status"] == "ok":
+            doc[section] = split(fleet)
+    if record["status"] == "ok":
+        _run_section(doc, "network",
+                     lambda: network.collect(conn, budget, fleet, doc.get("object_store")))
+
+
+def _alive_ids(doc: dict) -> list[str]:
+    if doc.get("nodes") is not None:
+        return [n["node_id"] for n in doc["nodes"] if n.get("alive")]
+    import ray
+
+    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+
+
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     from rldoctor.collect import actors, demands, nodes, objectstore, versions
     from rldoctor.collect import cluster as cluster_facts
+    from rldoctor.collect.fleet import Fleet
 
     connect.prepare_auth_env()
     budget = Budget(timeout_s)
@@ -103,21 +129,22 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
         try:
             _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
             _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
-            _run_section(doc, "demands", lambda: demands.collect(conn, budget, doc.get("cluster")))
-            # One probe per node fills two sections; they share its collector record.
-            probed = _run_section(doc, "probes",
-                                  lambda: versions.probe_nodes(conn, budget, doc.get("nodes")))
-            doc.pop("probes", None)
-            record = doc["collectors"].pop("probes")
-            for section, split in (("versions", versions.versions_section),
-                                   ("hosts", versions.hosts_section)):
-                doc["collectors"][section] = dict(record)
-                if probed is not None:
-                    doc[section] = split(probed)
-            _run_section(doc, "object_store",
-                         lambda: objectstore.collect(conn, budget, doc.get("nodes")))
-            _run_section(doc, "actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster")))
-            _run_section(doc, "workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster")))
+            fleet = Fleet()
+            try:
+                fleet.start(_alive_ids(doc))  # probe workers start while the state API answers
+                with ThreadPoolExecutor(max_workers=3) as pool:
+                    side = [pool.submit(_run_section, doc, name, func) for name, func in (
+                        ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
+                        ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
+                        ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
+                    )]
+                    _run_section(doc, "object_store",
+                                 lambda: objectstore.collect(conn, budget, doc.get("nodes")))
+                    _collect_from_fleet(doc, conn, budget, fleet)
+                    for future in side:
+                        future.result()
+            finally:
+                fleet.shutdown()
         finally:
             connect.leave()
     return doc

@@ -142,3 +142,27 @@ def register() -> None:
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class NodeProbe:
+    """A zero-CPU actor pinned to one node: its facts, round trips, object pulls."""
+
+    def facts(self) -> dict:
+        return node_facts()
+
+    def ping(self) -> int:
+        return 0
+
+    def make(self, nbytes: int):
+        """An object of `nbytes` that lives in this node's object store."""
+        return b"\x01" * nbytes
+
+    def pull(self, refs: list) -> float:
+        """Seconds to fetch the object behind refs[0] onto this node."""
+        import time
+
+        import ray
+
+        started = time.perf_counter()
+        ray.get(refs[0])
+        return time.perf_counter() - started

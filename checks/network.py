@@ -1,0 +1,250 @@
+"""Latency, object transfer and availability-zone spread: RLD201, RLD202, RLD203.
+
+The seed article's third row ("high network latency: nodes spread over
+availability zones: move nodes into one zone"), measured per node and per zone.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from rldoctor.checks._rllib import rllib_role
+from rldoctor.registry import check, fail, info, warn
+
+ZONE_LABEL = "ray.io/availability-zone"
+LATENCY_DEFAULTS = {"warn_ms": 5.0, "fail_ms": 20.0, "zone_label": ZONE_LABEL}
+
+
+def zone_of(node: dict, label: str) -> str | None:
+    return (node.get("labels") or {}).get(label) or None
+
+
+def _baseline(network: dict) -> tuple[str | None, float | None]:
+    base_id = network.get("baseline_node_id")
+    base = (network.get("nodes") or {}).get(base_id or "", {})
+    return base_id, base.get("p50_ms")
+
+
+def slow_nodes(snap, params: dict) -> dict[str, tuple[float, str]]:
+    """{node id: (ms over the baseline, 'warn'|'fail')} for nodes above the latency thresholds."""
+    network = snap.get("network") or {}
+    base_id, base_ms = _baseline(network)
+    if base_ms is None:
+        return {}
+    slow = {}
+    for node_id, entry in (network.get("nodes") or {}).items():
+        if node_id == base_id or entry.get("p50_ms") is None:
+            continue
+        over = entry["p50_ms"] - base_ms
+        if over > params["fail_ms"]:
+            slow[node_id] = (over, "fail")
+        elif over > params["warn_ms"]:
+            slow[node_id] = (over, "warn")
+    return slow
+
+
+_LATENCY_FIX = (
+    "Every call to an actor on this node (env runner sample() requests, weight syncs) pays "
+    "this round trip. Find where it comes from: another zone or region (see RLD203; keep the "
+    "learner and its env runners in one zone), a saturated or throttled link (`ping` and "
+    "`iperf3` between the hosts, cloud network metrics), or an overloaded host (load, CPU "
+    "steal, a raylet starved of CPU). If the node cannot be fixed, drain it (`ray drain-node`) "
+    "or keep RLlib actors off it with a label selector."
+)
+
+
+@check("RLD201", "high-network-latency", area="network", requires=("network", "nodes"),
+       params=dict(LATENCY_DEFAULTS))
+def high_network_latency(snap, params):
+    """A node whose round trip from the driver is far above the local baseline.
+
+    Symptom:
+        Iterations slow down though CPUs are idle; `sample()` and weight-sync timers in
+        RLlib's results grow; calls to actors on some nodes take tens of milliseconds.
+
+    Cause:
+        The path to the node is long or congested (another availability zone or region,
+        a saturated NIC, a throttled VM), or the node is too overloaded to answer fast.
+        The baseline is a probe on the driver's own node, where no network is crossed.
+
+    Fix:
+        Measure the link (`ping`, `iperf3`), move the node into the learner's zone
+        (RLD203), relieve an overloaded host, or keep RLlib actors off the node.
+        Thresholds: warn at 5 ms, fail at 20 ms over the baseline (settable).
+
+    Article:
+        The article's advice (move nodes into one zone) is right when the slow nodes are
+        the ones in other zones; RLD203 says whether they are.
+    """
+    network = snap["network"]
+    base_id, base_ms = _baseline(network)
+    if base_ms is None:
+        return
+    for node_id, (over, level) in sorted(slow_nodes(snap, params).items()):
+        entry = network["nodes"][node_id]
+        node = snap.node(node_id) or {}
+        zone = zone_of(node, params["zone_label"])
+        severity = fail if level == "fail" else warn
+        yield severity(
+            f"node:{node_id}",
+            f"round trip to node {node_id[:12]} ({node.get('ip', '?')}, zone "
+            f"{zone or 'unlabelled'}) is {entry['p50_ms']:.1f} ms (p95 {entry['p95_ms']:.1f} ms), "
+            f"{over:.1f} ms above the {base_ms:.1f} ms baseline on the driver's node",
+            {"node_id": node_id, "ip": node.get("ip"), "zone": zone,
+             "p50_ms": entry["p50_ms"], "p95_ms": entry["p95_ms"], "samples": entry.get("samples"),
+             "baseline_node_id": base_id, "baseline_p50_ms": base_ms,
+             "over_baseline_ms": round(over, 3),
+             "thresholds_ms": {"warn": params["warn_ms"], "fail": params["fail_ms"]}},
+            _LATENCY_FIX)
+
+
+_TRANSFER_FIX = (
+    "Objects (sample batches, weights) reach this node far slower than the others. Check the "
+    "host's link (`iperf3` to the head, NIC speed, cloud instance network tier), whether it is "
+    "in another zone (RLD203), and whether its object store spills (RLD302) or lives on disk "
+    "(RLD304). Larger batches per request (`rollout_fragment_length`) amortise slow links; a "
+    "node that cannot keep up is better drained."
+)
+
+
+@check("RLD202", "slow-object-transfer", area="network", requires=("network", "nodes"),
+       params={"fraction_of_median": 0.25, "zone_label": ZONE_LABEL})
+def slow_object_transfer(snap, params):
+    """Object transfer bandwidth to a node far below the others.
+
+    Symptom:
+        `ray.get` of sample batches or weight broadcasts is slow on some nodes; env
+        runners there lag; RLlib's `synch_weights` timer grows.
+
+    Cause:
+        A slow or congested link to that node, a node in another zone, or an object
+        store that is slow to write (on disk, spilling).
+
+    Fix:
+        Check the node's link and object store, move it into the learner's zone, or
+        drain it. A node under a quarter of the other nodes' median bandwidth is
+        flagged (settable).
+    """
+    network = snap["network"]
+    measured = {nid: e["bandwidth_mib_s"] for nid, e in (network.get("nodes") or {}).items()
+                if e.get("bandwidth_mib_s")}
+    if len(measured) < 2:
+        return  # nothing to compare with
+    for node_id, bandwidth in sorted(measured.items()):
+        # The rest of the cluster is the yardstick: with few nodes, a median that
+        # includes the slow node itself would hide it.
+        median = statistics.median(v for n, v in measured.items() if n != node_id)
+        if bandwidth >= params["fraction_of_median"] * median:
+            continue
+        node = snap.node(node_id) or {}
+        yield warn(
+            f"node:{node_id}",
+            f"objects reach node {node_id[:12]} ({node.get('ip', '?')}, zone "
+            f"{zone_of(node, params['zone_label']) or 'unlabelled'}) at {bandwidth:.0f} MiB/s, "
+            f"{bandwidth / median:.0%} of the other nodes' median {median:.0f} MiB/s",
+            {"node_id": node_id, "bandwidth_mib_s": bandwidth, "median_mib_s": median,
+             "object_bytes": network.get("object_bytes"),
+             "transfer_s": network["nodes"][node_id].get("transfer_s"),
+             "all_nodes_mib_s": measured}, _TRANSFER_FIX)
+
+
+_ZONE_FIX = (
+    "Keep a training in one zone: cross-zone round trips add milliseconds to every env-runner "
+    "call and weight sync, and cross-zone traffic is billed. On Ray's cluster launcher, pin "
+    "each node type to one zone (`provider.availability_zone` or the subnet in node_config; "
+    "Ray's AWS launcher no longer spreads nodes over zones by default). On KubeRay, give the "
+    "worker groups a nodeSelector or affinity on `topology.kubernetes.io/zone`. By hand, start "
+    "nodes only in the head's zone. Ray labels a node `ray.io/availability-zone` from "
+    "RAY_NODE_ZONE in the environment of its `ray start` (or `--labels "
+    "ray.io/availability-zone=<zone>`); label every node so rldoctor can see the spread. If the "
+    "cluster must span zones, keep the learner and its env runners together with a label "
+    "selector on `ray.io/availability-zone` (or PACK/STRICT_PACK placement). The seed "
+    "article's advice (move nodes into one zone) is right exactly when the slow nodes are the "
+    "ones outside the head's zone."
+)
+
+
+@check("RLD203", "cross-zone-spread", area="network", requires=("nodes",),
+       params=dict(LATENCY_DEFAULTS))
+def cross_zone_spread(snap, params):
+    """The cluster (or the training's actors) spans availability zones.
+
+    Symptom:
+        Distributed training is slower than expected or slower than on fewer nodes;
+        some nodes answer in milliseconds, others in tens of milliseconds; a cloud bill
+        with cross-zone data transfer.
+
+    Cause:
+        Nodes in different availability zones: every call between them crosses zones.
+        Zones come from the node label `ray.io/availability-zone` (set by KubeRay or
+        RAY_NODE_ZONE) or a label named with --zone-label; nodes without it are listed
+        as unlabelled, never guessed.
+
+    Fix:
+        One zone per cluster, or keep the learner and its env runners in one zone. It is
+        a fail when the slow nodes (RLD201) are exactly the nodes outside the head's zone.
+
+    Article:
+        "High network latency: nodes across availability zones: move nodes into one
+        zone" is the article's row; it is right when this check fails.
+    """
+    label = params["zone_label"]
+    alive = snap.alive_nodes
+    zones: dict[str, list[str]] = {}
+    unlabelled = []
+    for node in alive:
+        zone = zone_of(node, label)
+        if zone:
+            zones.setdefault(zone, []).append(node["node_id"])
+        else:
+            unlabelled.append(node["node_id"])
+    if not zones:
+        return
+    if unlabelled and len(zones) == 1:
+        yield info("cluster", f"{len(unlabelled)} node(s) have no '{label}' label; zone "
+                   f"spread cannot be judged for them", {"unlabelled_nodes": unlabelled,
+                                                        "zones": zones}, _ZONE_FIX)
+    if len(zones) < 2:
+        return
+    network = snap.get("network") or {}
+    per_node = network.get("nodes") or {}
+    zone_latency = {}
+    for zone, ids in zones.items():
+        values = [per_node[n]["p50_ms"] for n in ids if per_node.get(n, {}).get("p50_ms") is not None]
+        zone_latency[zone] = round(statistics.median(values), 3) if values else None
+    head = next((n for n in alive if n.get("is_head")), None)
+    head_zone = zone_of(head, label) if head else None
+    outside = {n["node_id"] for n in alive if head_zone and zone_of(n, label) != head_zone}
+    slow = set(slow_nodes(snap, params))
+    training = _training_zones(snap, label)
+    evidence = {"zone_label": label, "zones": zones, "unlabelled_nodes": unlabelled,
+                "zone_median_p50_ms": zone_latency, "head_zone": head_zone,
+                "slow_nodes": sorted(slow), "training_actor_zones": training}
+    shown = "; ".join(
+        f"{zone}: {len(ids)} node(s)" + (f", median {zone_latency[zone]:.1f} ms"
+                                         if zone_latency[zone] is not None else "")
+        for zone, ids in sorted(zones.items()))
+    if unlabelled:
+        shown += f"; unlabelled: {len(unlabelled)} node(s)"
+    where = ""
+    if len(training) > 1:
+        where = f"; RLlib actors run in {len(training)} zones ({', '.join(sorted(training))})"
+    if slow and outside and slow == outside:
+        yield fail("cluster", f"the cluster spans {len(zones)} zones ({shown}) and the slow "
+                   f"nodes are exactly those outside the head's zone {head_zone}{where}",
+                   evidence, _ZONE_FIX)
+    else:
+        yield warn("cluster", f"the cluster spans {len(zones)} zones ({shown}){where}",
+                   evidence, _ZONE_FIX)
+
+
+def _training_zones(snap, label: str) -> dict[str, int]:
+    """Zones that host live RLlib actors (env runners, learners), with their counts."""
+    counts: dict[str, int] = {}
+    for actor in (snap.get("actors") or {}).get("items") or []:
+        if actor.get("state") != "ALIVE" or not rllib_role(actor.get("class_name")):
+            continue
+        node = snap.node(actor.get("node_id") or "")
+        zone = zone_of(node, label) if node else None
+        counts[zone or "unlabelled"] = counts.get(zone or "unlabelled", 0) + 1
+    return counts

@@ -1,0 +1,62 @@
+"""The probe fleet: one zero-CPU actor pinned to each alive node, and its cleanup.
+
+Guests on a production cluster: no CPUs reserved, a bounded number of calls with
+hard timeouts, and every actor killed when the collection ends (they would also
+die with the driver, which is not detached).
+"""
+
+from __future__ import annotations
+
+from rldoctor.collect import probes
+
+PROBE_TIMEOUT_S = 8.0
+
+
+class Fleet:
+    def __init__(self):
+        self.actors: dict[str, object] = {}  # node id -> actor handle (answered the first call)
+        self.facts: dict[str, dict] = {}
+        self.failed: dict[str, dict] = {}
+        self._all: list = []
+
+    def start(self, node_ids: list[str]) -> None:
+        """Start one probe per node and ask each for its facts; returns at once."""
+        import ray
+
+        probes.register()
+        actor_cls = ray.remote(num_cpus=0, max_restarts=0)(probes.NodeProbe)
+        self._pending = {}
+        for node_id in node_ids:
+            actor = actor_cls.options(label_selector={"ray.io/node-id": node_id}).remote()
+            self._all.append(actor)
+            self._pending[actor.facts.remote()] = (node_id, actor)
+
+    def gather(self, budget) -> None:
+        """Wait for the facts, all within one deadline; a node that does not answer is noted."""
+        import ray
+
+        pending = self._pending
+        wait_s = budget.left(PROBE_TIMEOUT_S)
+        ready, not_ready = (ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
+                            if pending else ([], []))
+        for ref in ready:
+            node_id, actor = pending[ref]
+            try:
+                self.facts[node_id] = ray.get(ref, timeout=1)
+                self.actors[node_id] = actor
+            except Exception as exc:  # the node died under the probe, or killed it for memory
+                self.failed[node_id] = {"kind": "error", "error": f"{type(exc).__name__}: "
+                                        f"{str(exc).splitlines()[0][:300] if str(exc) else ''}"}
+        for ref in not_ready:
+            self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {wait_s:.0f}s"}
+
+    def shutdown(self) -> None:
+        import ray
+
+        for actor in self._all:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+        self._all.clear()
+        self.actors.clear()

@@ -1,0 +1,84 @@
+"""End to end: latency, object transfer and zone spread on a real cluster with injected delays.
+
+Node 1 is in the head's zone, but Ray delays every object chunk pushed to it
+(`RAY_testing_asio_delay_us` on ObjectManagerService Push); node 2 sits in another
+zone and Ray delays every task pushed to its workers by 30 ms (CoreWorkerService
+PushTask). The healthy one-zone cluster of test_e2e_cluster.py gives none of this.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_rldoctor
+from localcluster import LocalCluster, NodeSpec
+
+pytestmark = pytest.mark.cluster
+
+PUSH_TASK_DELAY = "CoreWorkerService.grpc_server.PushTask=30000:30000"
+CHUNK_PUSH_DELAY = "ObjectManagerService.grpc_server.Push=200000:200000"
+
+
+@pytest.fixture(scope="module")
+def delayed_cluster():
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+    specs[1].env["RAY_testing_asio_delay_us"] = CHUNK_PUSH_DELAY
+    specs[2].labels = {"ray.io/availability-zone": "zone-b"}
+    specs[2].env["RAY_testing_asio_delay_us"] = PUSH_TASK_DELAY
+    with LocalCluster(specs) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def report(delayed_cluster):
+    result = run_rldoctor("check", "--address", delayed_cluster.address, "--format", "json",
+                          env=delayed_cluster.client_env())
+    assert result.code == 1, result
+    return result
+
+
+def test_rld201_names_exactly_the_delayed_node(delayed_cluster, report):
+    node2 = delayed_cluster.nodes[2].node_id
+    found = report.findings("RLD201")
+    assert [f["subject"] for f in found] == [f"node:{node2}"], report
+    finding = found[0]
+    assert finding["severity"] == "fail"
+    assert finding["evidence"]["over_baseline_ms"] > 20
+    assert finding["evidence"]["zone"] == "zone-b"
+    assert finding["evidence"]["ip"] == "127.0.0.12"
+    assert finding["evidence"]["baseline_p50_ms"] < finding["evidence"]["p50_ms"]
+
+
+def test_rld203_fails_when_the_slow_node_is_the_one_outside_the_heads_zone(delayed_cluster, report):
+    [finding] = report.findings("RLD203")
+    assert finding["severity"] == "fail"
+    assert finding["evidence"]["head_zone"] == "zone-a"
+    assert finding["evidence"]["zones"]["zone-b"] == [delayed_cluster.nodes[2].node_id]
+    assert "exactly those outside the head's zone" in finding["message"]
+    for where in ("cluster launcher", "KubeRay", "By hand", "seed article"):
+        assert where in finding["fix"]
+
+
+def test_rld202_names_the_node_whose_transfers_are_slow(delayed_cluster, report):
+    node1 = delayed_cluster.nodes[1].node_id
+    found = report.findings("RLD202")
+    assert [f["subject"] for f in found] == [f"node:{node1}"], report
+    assert found[0]["evidence"]["bandwidth_mib_s"] < 0.25 * found[0]["evidence"]["median_mib_s"]
+
+
+def test_network_probes_are_quick_and_leave_nothing_behind(delayed_cluster, tmp_path):
+    snap = tmp_path / "snap.json"
+    result = run_rldoctor("collect", "--output", str(snap), "--address", delayed_cluster.address,
+                          env=delayed_cluster.client_env())
+    assert result.code == 0, result
+    doc = json.loads(snap.read_text())
+    assert doc["collectors"]["network"]["duration_s"] < 3.0
+    assert set(doc["network"]["nodes"]) == {n.node_id for n in delayed_cluster.nodes}
+    leftovers = delayed_cluster.run_driver(
+        "from ray.util.state import list_actors\n"
+        f"alive = list_actors(address={delayed_cluster.dashboard_url!r}, "
+        "filters=[('state', '=', 'ALIVE')], raise_on_missing_output=False)\n"
+        "print('=>', len([a for a in alive if a.class_name == 'NodeProbe']))\n")
+    assert leftovers.strip() == "0"
