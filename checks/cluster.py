@@ -49,6 +49,7 @@ def node_dead(snap, params):
         (`restart_failed_env_runners=True`) and checkpoint often (`algo.save_to_path()`).
     """
     unresponsive = (snap.get("versions") or {}).get("failed") or {}
+    raylet_silent = (snap.get("object_store") or {}).get("failed") or {}
     for node in snap.nodes:
         node_id = node["node_id"]
         subject = f"node:{node_id}"
@@ -69,6 +70,16 @@ def node_dead(snap, params):
             )
         elif node_id in unresponsive and _lost(unresponsive[node_id]):
             error = unresponsive[node_id]["error"]
+            raylet = raylet_silent.get(node_id)
+            if raylet:  # two independent paths to the node failed: it is gone
+                yield fail(
+                    subject,
+                    f"node {node_id[:12]} ({node.get('ip')}) stopped answering: its raylet is "
+                    f"unreachable ({raylet[:100]}) and its probe failed ({error[:100]}); the "
+                    "GCS still lists it as alive until its health checks run out",
+                    {**evidence, "probe_error": error, "raylet_error": raylet},
+                    _NODE_DEAD_FIX.format(node_id=node_id))
+                continue
             yield warn(
                 subject,
                 f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not answer "

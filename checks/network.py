@@ -130,10 +130,12 @@ def slow_object_transfer(snap, params):
                 if e.get("bandwidth_mib_s")}
     if len(measured) < 2:
         return  # nothing to compare with
+    overall = statistics.median(measured.values())
     for node_id, bandwidth in sorted(measured.items()):
         # The rest of the cluster is the yardstick: with few nodes, a median that
-        # includes the slow node itself would hide it.
-        median = statistics.median(v for n, v in measured.items() if n != node_id)
+        # includes the slow node itself would hide it; with many it makes no odds.
+        median = (statistics.median(v for n, v in measured.items() if n != node_id)
+                  if len(measured) <= 64 else overall)
         if bandwidth >= params["fraction_of_median"] * median:
             continue
         node = snap.node(node_id) or {}

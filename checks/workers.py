@@ -44,7 +44,22 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _deaths_of(actor: dict, dead: list[dict]) -> tuple[list[dict], str]:
+class _DeathIndex:
+    """Dead workers indexed by (node, pid), by node, and memory kills by the task they hit."""
+
+    def __init__(self, dead: list[dict]):
+        self.by_pid = {(w.get("node_id"), w.get("pid")): w for w in dead}
+        self.by_node: dict[str, list[dict]] = defaultdict(list)
+        self.oom_by_class: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+        for w in dead:
+            self.by_node[w.get("node_id")].append(w)
+            task = parse_oom(w.get("exit_detail", "")).get("task_name", "") \
+                if w.get("exit_type") == "NODE_OUT_OF_MEMORY" else ""
+            if task:
+                self.oom_by_class[task.split(":")[-1].split(".")[0]].append((task, w))
+
+
+def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
     """Dead workers that hosted this actor, newest first, and how they were matched.
 
     Ray keeps no death cause for an actor that restarted and is alive again. The
@@ -54,16 +69,14 @@ def _deaths_of(actor: dict, dead: list[dict]) -> tuple[list[dict], str]:
     the node the actor lives on are the likely ones.
     """
     pids = {(p[0], p[1]) for p in actor.get("pids") or []}
-    found = [w for w in dead if (w.get("node_id"), w.get("pid")) in pids]
-    for w in dead:  # memory kills name the task they interrupted
-        task = parse_oom(w.get("exit_detail", "")).get("task_name", "")
-        if w not in found and task and task.split(":")[-1].startswith(f"{actor['class_name']}.") \
-                and (not actor.get("name") or task.startswith(f"{actor['name']}:")):
+    found = [index.by_pid[p] for p in pids if p in index.by_pid]
+    for task, w in index.oom_by_class.get(actor["class_name"], []):  # memory kills name their task
+        if w not in found and (not actor.get("name") or task.startswith(f"{actor['name']}:")):
             found.append(w)
     matched = "pid or name"
     if not found:
         nodes = {actor.get("node_id")} | {p[0] for p in pids}
-        found = [w for w in dead if w.get("node_id") in nodes]
+        found = [w for node in nodes for w in index.by_node.get(node, [])]
         matched = "node (likely: same node, not confirmed by pid)"
     return sorted(found, key=lambda w: -(w.get("end_time_ms") or 0)), matched
 
@@ -95,7 +108,7 @@ def actor_restarts(snap, params):
         The seed article blames "not enough memory" and raises object_store_memory. That
         is one cause among several, and only when the object store is what is full.
     """
-    dead = _dead_workers(snap)
+    index = _DeathIndex(_dead_workers(snap))
     actors_section = snap["actors"]
     if actors_section.get("truncated"):
         yield info("cluster", f"Ray's state API returned {actors_section.get('listed')} of "
@@ -115,7 +128,7 @@ def actor_restarts(snap, params):
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
         for actor in shown:
-            yield _restart_finding(actor, dead, params, fix)
+            yield _restart_finding(actor, index, params, fix)
         rest = actors[len(shown):]
         if rest:
             yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
@@ -124,10 +137,10 @@ def actor_restarts(snap, params):
                        fix)
 
 
-def _restart_finding(actor: dict, dead: list[dict], params: dict, fix: str):
+def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
     restarts = actor.get("num_restarts", 0)
     state = actor.get("state")
-    deaths, matched = _deaths_of(actor, dead)
+    deaths, matched = _deaths_of(actor, index)
     last = None
     if deaths:
         w = deaths[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from rldoctor import __version__
-from rldoctor.errors import EXIT_USAGE, RldoctorError, UsageError
+from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
 from rldoctor.model import Report, Severity
 from rldoctor.redact import redact
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
@@ -109,6 +109,8 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
                       targets=targets)
     except RldoctorError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _fail(Interrupted("interrupted: probes stopped and removed, no report written"))
     sys.exit(code)
 
 
@@ -209,6 +211,8 @@ def collect(output, address, timeout):
                    + (f"; not collected: {', '.join(failed)}" if failed else ""))
     except RldoctorError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        _fail(Interrupted("interrupted: probes stopped and removed, no snapshot written"))
 
 
 @main.command("list")

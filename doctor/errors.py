@@ -20,3 +20,9 @@ class Undiagnosable(RldoctorError):
     """Nothing could be diagnosed: cluster unreachable, input unreadable."""
 
     exit_code = EXIT_UNDIAGNOSABLE
+
+
+class Interrupted(RldoctorError):
+    """Ctrl-C: the probes were cleaned up on the way out."""
+
+    exit_code = 130

@@ -26,6 +26,7 @@ class Snapshot:
 
     def __init__(self, data: dict[str, Any]):
         self.data = data
+        self._nodes_by_id: dict[str, dict[str, Any]] | None = None
 
     def has(self, section: str) -> bool:
         return self.data.get(section) is not None
@@ -51,7 +52,9 @@ class Snapshot:
         return [n for n in self.nodes if n.get("alive")]
 
     def node(self, node_id: str) -> dict[str, Any] | None:
-        return next((n for n in self.nodes if n.get("node_id") == node_id), None)
+        if self._nodes_by_id is None:  # checks ask often; a cluster can have thousands of nodes
+            self._nodes_by_id = {n.get("node_id"): n for n in self.nodes}
+        return self._nodes_by_id.get(node_id)
 
 
 def new_document(source: dict[str, Any]) -> dict[str, Any]:

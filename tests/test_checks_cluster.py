@@ -46,6 +46,11 @@ def test_rld101_alive_node_that_missed_the_probe_is_a_warning():
     [finding] = run(node_dead, data)
     assert finding.severity is Severity.WARN and finding.subject == f"node:{silent}"
     assert "did not answer" in finding.message
+    # With its raylet unreachable too, the node is gone even if the GCS has not noticed.
+    data["object_store"] = {"nodes": {}, "failed": {silent: "RpcError: failed to connect"}}
+    [finding] = run(node_dead, data)
+    assert finding.severity is Severity.FAIL and "stopped answering" in finding.message
+    del data["object_store"]
     # A probe the node answered with an error is not a dead node.
     data["versions"]["failed"] = {silent: {"kind": "error", "error": "OutOfMemoryError: 1 worker(s)"}}
     assert run(node_dead, data) == []
