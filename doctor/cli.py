@@ -215,6 +215,52 @@ def collect(output, address, timeout):
         _fail(Interrupted("interrupted: probes stopped and removed, no snapshot written"))
 
 
+@main.command("smoke-train")
+@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto'. Default: "
+              "$RAY_ADDRESS, then the cluster `ray start` last started here; when none runs, "
+              "a local Ray instance is started (and said so).")
+@click.option("--env-runners", type=click.IntRange(min=1), default=None,
+              help="Env runners to spread over the nodes. Default: one per alive node.")
+@click.option("--target-return", type=float, default=195.0, show_default=True,
+              help="Stop when the smoothed episode return reaches this (the article's goal).")
+@click.option("--time-budget", type=click.FloatRange(min=1), default=180.0, show_default=True,
+              help="Stop after this many seconds (Ray start included) if the target is not reached.")
+@click.option("--scaling", metavar="COUNTS", help="Also run a short sweep over these env-runner "
+              "counts, e.g. 1,2,4: iteration time, env steps/s, speedup, efficiency.")
+@click.option("--plot", type=click.Path(dir_okay=False), metavar="FILE.png",
+              help="Write the learning curve (return and env steps/s against time) to FILE.png.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
+@click.option("--record", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the run as a snapshot; `rldoctor check --from FILE` re-diagnoses it.")
+@click.option("--lr", type=click.FloatRange(min=0), default=None, help="Advanced: learning rate "
+              "instead of the smoke default (1e-3); --lr 0 shows what a run that cannot learn reports.")
+@click.option("--seed", type=int, default=None, help="Advanced: random seed of the run.")
+def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
+                record, lr, seed):
+    """Prove the cluster trains: PPO on CartPole-v1 over its nodes, measured (RLD601-RLD604).
+
+    Live progress goes to stderr (stdout for the table format); the verdict comes with
+    figures: startup time, iteration time, env steps/s, steps and seconds to the
+    target, RLlib's learner and weight-sync timers, where each env runner ran, and a
+    checkpoint round trip (save, restore, act). Exit 0 when the run passed, 1 when it
+    failed, 3 when the cluster cannot be reached.
+    """
+    try:
+        from rldoctor.smoke_cli import smoke_train as run
+
+        code = run(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
+                   record, lr, seed)
+    except RldoctorError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:  # the trainer actor, its placement group and a local Ray are gone
+        click.echo("rldoctor: interrupted: smoke run stopped and removed, no report written", err=True)
+        os._exit(130)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # never hang in Ray's exit handlers
+
+
 @main.command("list")
 def list_checks():
     """List every check with its code, area and where it came from."""

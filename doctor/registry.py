@@ -28,6 +28,7 @@ BUILTIN_MODULES = (
     "rldoctor.checks.network",
     "rldoctor.checks.serialization",
     "rldoctor.checks.workers",
+    "rldoctor.checks.training",
 )
 
 

@@ -1,0 +1,332 @@
+"""Training that does not learn, stale weights, a failed smoke run, poor scaling: RLD601-RLD604.
+
+Pure functions over the `smoke` and `scaling` sections that `rldoctor smoke-train`
+records (see rldoctor.smoke); they run the same on a live smoke run and on a
+recorded one (`rldoctor smoke-train --record FILE`, then `rldoctor check --from FILE`).
+
+The seed article's second row ("training stalls: parameter sync broken: check the
+sync settings") becomes two measurements here: whether the return still improves
+(RLD601) and whether the env runners act with the learner's weights (RLD602).
+"""
+
+from __future__ import annotations
+
+from rldoctor.registry import check, fail, info, warn
+
+SUBJECT = "run:smoke-train"
+
+
+def _returns(smoke: dict) -> list[tuple[int, float]]:
+    return [(p.get("iteration"), p["return_mean"]) for p in smoke.get("curve") or []
+            if p.get("return_mean") is not None]
+
+
+def _stall(points: list[tuple[int, float]], params: dict) -> dict | None:
+    """Where the return last improved markedly, and for how many iterations it has not since.
+
+    The return is first smoothed over `smooth` iterations (RLlib's per-iteration mean
+    still jitters by a few points on a flat curve). An improvement counts when the
+    smoothed return beats the last marked level by at least max(min_gain,
+    min_gain_fraction * level); the noise of a flat curve does not.
+    """
+    if not points:
+        return None
+    k = max(1, int(params.get("smooth", 3)))
+    values = [v for _, v in points]
+    levels = [sum(values[max(0, i - k + 1):i + 1]) / len(values[max(0, i - k + 1):i + 1])
+              for i in range(len(values))]
+    start = min(k, len(values)) - 1
+    ref_i, ref = start, levels[start]
+    for i in range(start + 1, len(levels)):
+        if levels[i] >= ref + max(params["min_gain"], params["min_gain_fraction"] * abs(ref)):
+            ref_i, ref = i, levels[i]
+    best_i = max(range(len(values)), key=lambda i: values[i])
+    return {"since_index": ref_i, "level": ref, "best": values[best_i], "best_index": best_i,
+            "flat_iterations": len(points) - 1 - ref_i, "first": levels[start],
+            "learned": ref_i > start}
+
+
+STALL_PARAMS = {"patience": 5, "min_gain": 5.0, "min_gain_fraction": 0.1, "smooth": 3}
+
+
+def _reached(smoke: dict) -> bool:
+    return smoke.get("outcome") == "reached"
+
+
+@check("RLD601", "training-stall", area="training", requires=("smoke",),
+       params=dict(STALL_PARAMS))
+def training_stall(snap, params):
+    """Episode return flat or falling over a training run.
+
+    Symptom:
+        `env_runners/episode_return_mean` stops rising (or never rises) while iterations
+        go by; the smoke run misses its target return; a long training run burns hours
+        at a plateau.
+
+    Cause:
+        Nothing is learned: a learning rate of zero or far too small, a loss that does not
+        reach the weights, env runners sampling with old weights (RLD602), rewards the
+        policy cannot influence, or hyperparameters that collapse the policy (too large a
+        learning rate, no entropy, a clip range of zero).
+
+    Fix:
+        Check the learning rate and the learner's own numbers in the results
+        (`learners/default_policy/policy_loss`, `mean_kl_loss`, `entropy`,
+        `default_optimizer_learning_rate`): a KL of exactly zero means the weights do not
+        move. Check RLD602 for stale weights. Compare with a known-good configuration:
+        `rldoctor smoke-train` learns CartPole-v1 in well under a minute.
+
+    Article:
+        The seed article's "training stalls: parameter sync broken" row; the sync part
+        is RLD602, measured from RLlib's `weights_seq_no`.
+    """
+    smoke = snap["smoke"]
+    if _reached(smoke):
+        return
+    points = _returns(smoke)
+    if len(points) < params["patience"] + 1:
+        return
+    stall = _stall(points, params)
+    if stall["flat_iterations"] < params["patience"]:
+        return
+    last_it, last = points[-1]
+    best_it = points[stall["since_index"]][0]
+    lr = (smoke.get("settings") or {}).get("lr")
+    evidence = {"iterations": len(points), "flat_iterations": stall["flat_iterations"],
+                "best_return": round(stall["best"], 2),
+                "smoothed_level": round(stall["level"], 2), "level_since_iteration": best_it,
+                "first_level": round(stall["first"], 2), "last_return": round(last, 2),
+                "target_return": smoke.get("target_return"), "lr": lr,
+                "returns": [round(v, 1) for _, v in points[-12:]]}
+    fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
+           "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
+           "the learning rate and the loss, and RLD602 for env runners acting with old weights.")
+    if lr == 0:
+        fix = "The learning rate is 0, so the weights never change: set a positive lr (1e-3 learns CartPole). " + fix
+    if not stall["learned"]:
+        yield fail(SUBJECT, f"the return never improved: about {stall['first']:.1f} at the start "
+                   f"and {stall['level']:.1f} after {len(points)} iterations (best single "
+                   f"iteration {stall['best']:.1f})", evidence, fix)
+    else:
+        yield warn(SUBJECT, f"the return stopped improving: it reached about {stall['level']:.1f} "
+                   f"at iteration {best_it} and gained nothing marked in the "
+                   f"{stall['flat_iterations']} iterations since (last {last:.1f})", evidence, fix)
+
+
+@check("RLD602", "stale-weights", area="training", requires=("smoke",),
+       params={"normal_lag": 1.0, "tolerance": 0.5, "growth_window": 3})
+def stale_weights(snap, params):
+    """Env runners acting with weights older than the learner's.
+
+    Symptom:
+        Training stalls or learns far slower than it should although the learner updates;
+        `env_runners/weights_seq_no` in the results falls further and further behind
+        `learners/default_policy/weights_seq_no`.
+
+    Cause:
+        The learner's weights do not reach the env runners: the broadcast after each
+        update fails or times out (a slow or lossy link to a node, an overloaded object
+        store), an env runner was restarted and never re-synced, or the algorithm was
+        configured not to sync. RLlib pushes weights asynchronously, so a lag of about one
+        update is normal; a lag that grows is not.
+
+    Fix:
+        Find the runners behind (per-runner numbers in the evidence) and their nodes; check
+        the network and object store of those nodes (RLD201-RLD202, RLD301) and restarts
+        (RLD401). Make sure nothing disables weight sync, and on slow links raise
+        `config.env_runners(sample_timeout_s=...)` rather than letting runners drift.
+
+    Article:
+        The seed article's "training stalls: parameter sync broken: check the sync
+        settings" row, measured instead of guessed.
+    """
+    smoke = snap["smoke"]
+    limit = params["normal_lag"] + params["tolerance"]
+    gaps = [(p.get("iteration"), p["learner_weights_seq_no"] - p["runner_weights_seq_no"])
+            for p in smoke.get("curve") or []
+            if p.get("learner_weights_seq_no") is not None and p.get("runner_weights_seq_no") is not None]
+    learner_seq = (smoke.get("learner") or {}).get("final_weights_seq_no")
+    behind = [{"worker_index": r.get("worker_index"), "node_id": r.get("node_id"),
+               "node_ip": r.get("node_ip"), "weights_seq_no": r.get("final_weights_seq_no"),
+               "lag": learner_seq - r["final_weights_seq_no"]}
+              for r in smoke.get("env_runners") or []
+              if learner_seq is not None and r.get("final_weights_seq_no") is not None
+              and learner_seq - r["final_weights_seq_no"] > limit]
+    window = params["growth_window"]
+    growing = (len(gaps) > window and gaps[-1][1] > limit
+               and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"])
+    if not growing and not behind:
+        return
+    evidence = {"normal_lag": params["normal_lag"],
+                "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]],
+                "learner_final_weights_seq_no": learner_seq, "runners_behind": behind}
+    fix = ("Check the nodes of the runners that are behind: network (RLD201/RLD202), object "
+           "store (RLD301) and restarts (RLD401); make sure the weights are synced after each "
+           "update (RLlib does it by default on the new API stack).")
+    if growing:
+        yield warn(SUBJECT, f"env runners act with stale weights: they are {gaps[-1][1]:.1f} "
+                   f"learner updates behind at iteration {gaps[-1][0]} (normal is about "
+                   f"{params['normal_lag']:g}) and the gap grows", evidence, fix)
+    else:
+        names = ", ".join(f"#{b['worker_index']} ({b['lag']:g} behind)" for b in behind)
+        yield warn(SUBJECT, f"env runner(s) {names} ended the run with weights older than the "
+                   f"learner's (more than {limit:g} updates behind)", evidence, fix)
+
+
+def _likely_cause(smoke: dict) -> tuple[str, str]:
+    """(cause, fix) for a smoke run that did not reach its target."""
+    curve = smoke.get("curve") or []
+    restarts = max((p.get("runner_restarts") or 0 for p in curve), default=0)
+    if restarts:
+        return (f"env runners restarted {int(restarts)} time(s) during the run (see RLD401)",
+                "Run `rldoctor check` against the cluster: RLD401-RLD403 name the runners that "
+                "restarted and why they died.")
+    if not curve:
+        return ("no training iteration completed (see RLD601, and RLD103 for resources that "
+                "never came)",
+                "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 "
+                "dead nodes. Then retry with fewer --env-runners.")
+    stall = _stall(_returns(smoke), STALL_PARAMS)
+    if stall is None or not stall["learned"]:
+        return ("no learning progress: the return never rose (see RLD601)",
+                "See RLD601: check the learning rate and the learner's loss and KL numbers.")
+    return ("the run learned, but not fast enough for the time budget",
+            "Raise --time-budget, or look at the figures: a slow iteration or low env steps/s "
+            "points to an overloaded node or a slow link (RLD201, RLD301).")
+
+
+@check("RLD603", "smoke-train-failed", area="training", requires=("smoke",),
+       params={"restored_min_fraction": 0.5})
+def smoke_train_failed(snap, params):
+    """The smoke training crashed, hung or missed its target return.
+
+    Symptom:
+        `rldoctor smoke-train` ends without reaching the target return (195 on
+        CartPole-v1 by default) within its time budget, or stops on an error, or waits
+        for an iteration that never comes; or the checkpoint it saved cannot be restored
+        into a policy that acts.
+
+    Cause:
+        Crashes: env runners or the learner actor died (restarts: RLD401; memory: RLD402;
+        native crashes: RLD403), or RLlib rejected the configuration. Hangs: resources that
+        never came (RLD103) or an env runner that stopped answering. Missed targets: no
+        learning progress (RLD601), stale weights (RLD602), or a cluster too slow for the
+        budget. A failed checkpoint round trip: a storage path that is not writable or a
+        checkpoint that does not restore on this Ray version.
+
+    Fix:
+        Read the evidence for the stage that failed and the likely cause; run `rldoctor
+        check` against the cluster for the node and worker findings it points to; rerun
+        with `--time-budget` raised when the run was merely slow.
+
+    Article:
+        The seed article's checkpoint (`trainer.save` / `trainer.restore`) and serving
+        (`compute_single_action`) sections, done with Ray 2.60's `algo.save_to_path`,
+        `Algorithm.from_checkpoint` and `RLModule.forward_inference`.
+    """
+    smoke = snap["smoke"]
+    outcome = smoke.get("outcome")
+    curve = smoke.get("curve") or []
+    figures = smoke.get("figures") or {}
+    evidence = {"outcome": outcome, "stage": smoke.get("stage"), "iterations": len(curve),
+                "target_return": smoke.get("target_return"),
+                "best_return": figures.get("best_return"),
+                "time_budget_s": smoke.get("time_budget_s"),
+                "env_steps_sampled": figures.get("env_steps_sampled"),
+                "runner_restarts": figures.get("runner_restarts")}
+    if outcome in ("crashed", "hung"):
+        cause, fix = _likely_cause(smoke)
+        evidence["error"] = smoke.get("error")
+        evidence["likely_cause"] = cause
+        what = "crashed" if outcome == "crashed" else "hung"
+        yield fail(SUBJECT, f"the smoke training {what} during {smoke.get('stage')} after "
+                   f"{len(curve)} iteration(s): {smoke.get('error')}", evidence, fix)
+    elif outcome == "missed":
+        cause, fix = _likely_cause(smoke)
+        evidence["likely_cause"] = cause
+        best = figures.get("best_return")
+        yield fail(SUBJECT, f"the smoke training missed its target: best smoothed return "
+                   f"{'-' if best is None else f'{best:.1f}'} < {smoke.get('target_return'):g} "
+                   f"within {smoke.get('time_budget_s'):g}s ({len(curve)} iterations); likely "
+                   f"cause: {cause}", evidence, fix)
+    ckpt = smoke.get("checkpoint") or {}
+    subject = SUBJECT + "/checkpoint"
+    if ckpt.get("status") == "failed":
+        yield fail(subject, f"the checkpoint round trip failed at {ckpt.get('step')}: "
+                   f"{ckpt.get('error')}", {"checkpoint": ckpt},
+                   "Save with `algo.save_to_path(path)` to a writable local or shared path, "
+                   "restore with `Algorithm.from_checkpoint(path)`, act with "
+                   "`algo.get_module().forward_inference({'obs': ...})`; a restore that fails "
+                   "on this Ray version needs a checkpoint written by it.")
+    elif ckpt.get("status") == "ok" and outcome == "reached" and ckpt.get("mean_return") is not None:
+        floor = params["restored_min_fraction"] * smoke.get("target_return", 0)
+        if ckpt["mean_return"] < floor:
+            yield fail(subject, f"the restored policy does not act like the trained one: mean "
+                       f"return {ckpt['mean_return']:.1f} over {len(ckpt.get('returns') or [])} "
+                       f"episodes, below {floor:g} although training reached "
+                       f"{smoke.get('target_return'):g}", {"checkpoint": ckpt},
+                       "The checkpoint restores without the trained weights: check that the "
+                       "restore reads the learner's RLModule state (learner_group/learner/"
+                       "rl_module) and not a freshly initialised module.")
+
+
+@check("RLD604", "poor-scaling", area="training", requires=("scaling",),
+       params={"min_gain": 0.1, "min_efficiency": 0.5})
+def poor_scaling(snap, params):
+    """More env runners do not bring more throughput.
+
+    Symptom:
+        Adding env runners (or nodes) leaves env steps per second flat or lower; iteration
+        time does not drop; parallel efficiency far below 1 in the `--scaling` table.
+
+    Cause:
+        The work is not where the runners are: for a light env such as CartPole the
+        learner's update and the driver's bookkeeping dominate each iteration, and each
+        extra runner adds scheduling, weight broadcast and network cost; or the runners
+        share CPUs (several per node, fractional CPUs) so they do not run in parallel.
+
+    Fix:
+        Use the recommended count from the sweep (most env steps per second per CPU).
+        For light envs, prefer more envs per runner (`num_envs_per_env_runner`) over more
+        runners; add runners when the env step itself is the cost.
+
+    Article:
+        The article's closing note: for a light env like CartPole, fewer workers can be
+        faster. Its single-node vs 2- vs 3-node table is what `--scaling` measures.
+    """
+    scaling = snap["scaling"]
+    runs = sorted((r for r in scaling.get("runs") or [] if r.get("status") == "ok"
+                   and r.get("env_steps_per_s")), key=lambda r: r["env_runners"])
+    failed = [r for r in scaling.get("runs") or [] if r.get("status") != "ok"]
+    table = [{k: r.get(k) for k in ("env_runners", "mean_iter_s", "env_steps_per_s", "speedup",
+                                    "efficiency", "env_steps_per_s_per_cpu", "nodes_used")}
+             for r in runs]
+    recommended = scaling.get("recommended")
+    evidence = {"table": table, "recommended": recommended, "fastest": scaling.get("fastest")}
+    fix = (f"Use {recommended} env runner(s): the most env steps per second per CPU in this "
+           "sweep. For a light env, add envs per runner (num_envs_per_env_runner) before "
+           "adding runners." if recommended else "Rerun the sweep when the cluster is idle.")
+    for r in failed:
+        yield warn("run:scaling", f"the sweep's run with {r.get('env_runners')} env runner(s) "
+                   f"failed: {r.get('error')}", {"run": r}, fix)
+    worse = []
+    for i, run in enumerate(runs[1:], start=1):
+        best_before = max(runs[:i], key=lambda r: r["env_steps_per_s"])
+        if run["env_steps_per_s"] < best_before["env_steps_per_s"] * (1 + params["min_gain"]):
+            worse.append((run, best_before))
+    inefficient = [r for r in runs[1:] if r.get("efficiency") is not None
+                   and r["efficiency"] < params["min_efficiency"]]
+    if worse:
+        shown = "; ".join(f"{r['env_runners']} runners: {r['env_steps_per_s']:.0f} env steps/s vs "
+                          f"{b['env_steps_per_s']:.0f} with {b['env_runners']}" for r, b in worse)
+        yield warn("run:scaling", f"more env runners do not bring more throughput ({shown})",
+                   evidence, fix)
+    elif inefficient:
+        shown = "; ".join(f"{r['env_runners']} runners: {r['speedup']:.2f}x the throughput of "
+                          f"{scaling.get('baseline')} ({100 * r['efficiency']:.0f}% efficiency)"
+                          for r in inefficient)
+        yield warn("run:scaling", f"env runners scale poorly ({shown}); most env steps/s per CPU "
+                   f"with {recommended}", evidence, fix)
+    elif recommended is not None and len(runs) > 1:
+        yield info("run:scaling", f"throughput grows with env runners; most env steps/s per CPU "
+                   f"with {recommended}", evidence, fix)

@@ -1,0 +1,86 @@
+"""What `rldoctor smoke-train` does once click has parsed its options (see rldoctor.cli)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from rldoctor.errors import UsageError
+from rldoctor.model import Report, Severity
+
+TRAINING_CODES = ("RLD601", "RLD602", "RLD603", "RLD604")
+
+
+def _writable(option: str, path: str | None) -> None:
+    if path and not Path(path).resolve().parent.is_dir():
+        raise UsageError(f"{option} {path}: directory {Path(path).resolve().parent} does not exist")
+
+
+def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
+                record, lr, seed) -> int:
+    from rldoctor import smoke, smoke_report
+    from rldoctor.redact import redact
+    from rldoctor.registry import load_registry
+    from rldoctor.render import RENDERERS
+    from rldoctor.runner import run_checks
+    from rldoctor.snapshot import Snapshot, dumps
+
+    for option, path in (("--output", output), ("--plot", plot), ("--record", record)):
+        _writable(option, path)
+    settings = smoke.SmokeSettings()
+    if lr is not None:
+        settings.lr = lr
+    if seed is not None:
+        settings.seed = seed
+    opts = smoke.SmokeOptions(address=address, env_runners=env_runners, target_return=target_return,
+                              time_budget_s=time_budget, scaling=smoke.parse_scaling(scaling),
+                              settings=settings)
+    # Progress goes where it does not spoil the report: stdout only for the table on a
+    # terminal-bound stdout, else stderr. Ray's own output is sent to a log meanwhile,
+    # so the stream is a copy of the fd taken now.
+    fd = 1 if fmt == "table" and not output else 2
+    stream = os.fdopen(os.dup(fd), "w", buffering=1)
+
+    def say(line: str) -> None:
+        stream.write(redact(line) + "\n")
+        stream.flush()
+
+    try:
+        doc = smoke.run_smoke(opts, say)
+    finally:
+        sys.stdout.flush()
+    if record:
+        Path(record).write_text(redact(dumps(doc)), encoding="utf-8")
+    registry = load_registry()
+    selected = [c for c in registry.checks if c.code in TRAINING_CODES]
+    results = run_checks(selected, Snapshot(doc))
+    figures = smoke.report_figures(doc)
+    source = dict(doc.get("source") or {})
+    source["created_at"] = doc.get("created_at", "")
+    report = Report(results=results, source=source, notes=list(registry.problems), figures=figures)
+    text = RENDERERS[fmt](report)
+    if fmt == "table":
+        text = smoke_report.render_text(figures) + text
+    elif fmt == "markdown":
+        text = text + smoke_report.render_markdown(figures)
+    if plot:
+        try:
+            smoke_report.plot(figures, plot)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--plot {plot}: cannot write: {exc}") from None
+        say(f"learning curve written to {plot}")
+    text = redact(text)
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+        from rldoctor.render.text import summary_line
+
+        say(f"{summary_line(report)}; report written to {output}")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    stream.close()
+    return report.exit_code(Severity.FAIL)
