@@ -34,3 +34,18 @@ def show(shape: Mapping[str, float]) -> str:
         else:
             parts.append(f"{key}: {value:g}")
     return ", ".join(parts)
+
+
+DEFAULT_KILL_THRESHOLD = 0.95  # Ray's RAY_memory_usage_threshold default
+
+
+def kill_threshold_in_force(host: Mapping | None) -> tuple[float, str]:
+    """The memory fraction at which Ray's monitor kills workers on a node, and its source.
+
+    Read from the environment the node's raylet gave its workers (the probe reports it).
+    """
+    raw = ((host or {}).get("memory_monitor") or {}).get("RAY_memory_usage_threshold")
+    try:
+        return float(raw), "RAY_memory_usage_threshold on that node"
+    except (TypeError, ValueError):
+        return DEFAULT_KILL_THRESHOLD, "Ray's default"

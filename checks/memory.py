@@ -6,11 +6,11 @@ right exactly when these checks find the object store full, and wrong otherwise.
 
 from __future__ import annotations
 
+from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.registry import check, fail, info, warn
 
 MiB = 2**20
 GiB = 2**30
-DEFAULT_KILL_THRESHOLD = 0.95
 
 
 def _mib(value) -> str:
@@ -189,11 +189,7 @@ def node_memory_pressure(snap, params):
         if not total or available is None:
             continue
         used = 1 - available / total
-        raw = (host.get("memory_monitor") or {}).get("RAY_memory_usage_threshold")
-        try:
-            threshold, source = float(raw), "RAY_memory_usage_threshold on that node"
-        except (TypeError, ValueError):
-            threshold, source = DEFAULT_KILL_THRESHOLD, "Ray's default"
+        threshold, source = kill_threshold_in_force(host)
         margin = threshold - used
         if margin > params["warn_margin"]:
             continue

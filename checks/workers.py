@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.registry import check, fail, info, warn
 
 RECENT_HOURS = 24.0
-DEFAULT_OOM_THRESHOLD = 0.95
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
 _ENV_RUNNER_RESTART_FIX = (
@@ -198,15 +198,6 @@ _KERNEL_OOM_FIX = (
 )
 
 
-def _threshold_in_force(snap, node_id: str) -> tuple[float, str]:
-    monitor = ((snap.get("hosts") or {}).get(node_id) or {}).get("memory_monitor") or {}
-    value = monitor.get("RAY_memory_usage_threshold")
-    try:
-        return float(value), "RAY_memory_usage_threshold on that node"
-    except (TypeError, ValueError):
-        return DEFAULT_OOM_THRESHOLD, "Ray's default"
-
-
 @check("RLD402", "oom-kills", area="workers", requires=("workers",))
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
@@ -244,7 +235,7 @@ def oom_kills(snap, params):
     for node_id, events in sorted(kills.items()):
         events.sort(key=lambda e: -(e.get("end_time_ms") or 0))
         latest = parse_oom(events[0]["detail"])
-        threshold, source = _threshold_in_force(snap, node_id)
+        threshold, source = kill_threshold_in_force((snap.get("hosts") or {}).get(node_id))
         if "threshold_fraction" in latest:
             threshold, source = latest["threshold_fraction"], "Ray's kill message"
         node = snap.node(node_id) or {}

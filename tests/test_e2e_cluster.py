@@ -25,8 +25,14 @@ def test_healthy_cluster_gives_exit_0_and_no_warn_or_fail(cluster3):
     assert report["summary"]["status"] == "ok"
     assert [f for f in report["findings"] if f["severity"] in ("warn", "fail")] == []
     statuses = {c["code"]: c["status"] for c in report["checks"]}
-    assert set(statuses.values()) == {"ok"}, report["checks"]
-    assert {"RLD101", "RLD102", "RLD103", "RLD401", "RLD402", "RLD403"} <= set(statuses)
+    live = {code for code in statuses if code[3] in "1234"}  # cluster, network, memory, workers
+    assert live >= {"RLD101", "RLD102", "RLD103", "RLD201", "RLD202", "RLD203", "RLD301",
+                    "RLD302", "RLD303", "RLD304", "RLD401", "RLD402", "RLD403"}
+    assert {statuses[code] for code in live} == {"ok"}, report["checks"]
+    # What a live check does not collect is skipped, saying what would fill it.
+    details = {c["code"]: c["detail"] for c in report["checks"] if c["status"] == "skipped"}
+    assert set(details) == set(statuses) - live
+    assert "--target" in details["RLD501"] and "smoke-train" in details["RLD601"]
 
 
 def test_snapshot_sees_every_node_with_versions_and_zone(cluster3, tmp_path):
@@ -137,6 +143,12 @@ def test_cluster_with_token_auth_refuses_rldoctor_without_token(cluster3):
     assert result.code == 3, result
     assert len(result.stderr.strip().splitlines()) == 1, result
     assert "token" in result.stderr and "Traceback" not in result.stderr
+    # With no auth mode chosen and no token anywhere, Ray keeps retrying the refusal:
+    # still one line about the token, within 15 s.
+    env.pop("RAY_AUTH_MODE")
+    result = run_rldoctor("check", "--address", cluster3.address, env=env, timeout=60)
+    assert result.code == 3 and result.seconds < 15, result
+    assert "token authentication" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_infeasible_actor_gives_rld103_naming_the_actor(cluster3):
@@ -176,7 +188,10 @@ def test_worker_node_killed_gives_rld101_naming_it(cluster3):
                               env=cluster3.client_env(), timeout=60)
         assert result.seconds < 30, result  # never hangs on the dead node
         found = [f for f in result.findings("RLD101") if f["subject"] == f"node:{killed}"]
-        if (found and found[0]["severity"] == "fail") or time.monotonic() > deadline:
+        # Before the GCS gives up on the node, RLD101 already reports it from its silence;
+        # once the GCS marks it dead, Ray's own death reason is there.
+        assert found, result
+        if "death_reason" in found[0]["evidence"] or time.monotonic() > deadline:
             break
         time.sleep(2)
     assert result.code == 1, result

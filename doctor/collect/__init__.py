@@ -21,6 +21,13 @@ from rldoctor.snapshot import new_document
 DEFAULT_TIMEOUT_S = 30.0
 
 
+def error_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of the message`, short enough for a snapshot field."""
+    text = str(exc).strip()
+    first = text.splitlines()[0][:limit] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 class Budget:
     """A deadline shared by the collectors, so the whole run stays bounded."""
 
@@ -69,8 +76,7 @@ def _run_section(doc: dict, section: str, func: Callable[[], Any]) -> Any:
                                       "duration_s": round(time.perf_counter() - started, 3)}
         return None
     except Exception as exc:  # a collector that breaks costs its section only
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        doc["collectors"][section] = {"status": "error", "error": f"{type(exc).__name__}: {text}",
+        doc["collectors"][section] = {"status": "error", "error": error_line(exc),
                                       "duration_s": round(time.perf_counter() - started, 3)}
         return None
     doc["collectors"][section] = {"status": "ok",
@@ -114,11 +120,12 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
 
     connect.prepare_auth_env()
     budget = Budget(timeout_s)
-    with quiet_ray():
+    with quiet_ray() as ray_log:
         resolved = connect.resolve(address)
         doc = new_document({"kind": "live", "address": resolved})
         try:
-            conn = connect.join(resolved, timeout_s=budget.left(connect.CONNECT_TIMEOUT_S))
+            conn = connect.join(resolved, timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
+                                ray_log=ray_log)
         except connect.VersionMismatch as exc:
             doc["versions"] = versions.driver_only(str(exc))
             doc["collectors"]["versions"] = {"status": "ok"}
@@ -147,4 +154,14 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
                 fleet.shutdown()
         finally:
             connect.leave()
+    for section, reason in NOT_FROM_A_LIVE_CLUSTER.items():
+        doc["collectors"].setdefault(section, {"status": "unavailable", "reason": reason})
     return doc
+
+
+# Sections a live `check` does not collect, and what fills them instead.
+NOT_FROM_A_LIVE_CLUSTER = {
+    "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
+    "smoke": "run `rldoctor smoke-train` to train on the cluster",
+    "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
+}

@@ -87,14 +87,27 @@ def reachable(address: str, timeout_s: float = 3.0) -> None:
 def _explain_init_error(address: str, exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     name = type(exc).__name__
-    if name == "AuthenticationError" or "authentication" in text.lower() or "unauthenticated" in text.lower():
+    if name in ("AuthenticationError", "PermissionError") or "authentication" in text.lower() \
+            or "unauthenticated" in text.lower():
         return (f"the Ray cluster at {address} refused rldoctor's credentials ({name}); it uses "
                 "token authentication: set RAY_AUTH_TOKEN, or RAY_AUTH_TOKEN_PATH to the token "
                 "file (`ray get-auth-token` on the head prints it)")
     return f"could not join the Ray cluster at {address}: {name}: {text}"
 
 
-def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Connection:
+def _auth_refused(ray_log: str | None) -> bool:
+    """Did Ray's client log that the GCS rejected us for a missing or wrong token?"""
+    if not ray_log:
+        return False
+    try:
+        with open(ray_log, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    return "InvalidAuthToken" in text or "Unauthenticated" in text
+
+
+def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None = None) -> Connection:
     """ray.init against `address`, bounded by `timeout_s` even if the peer never answers."""
     reachable(address)
     namespace = f"rldoctor-{uuid.uuid4().hex[:12]}"
@@ -117,6 +130,8 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Connection:
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
+        if _auth_refused(ray_log):  # Ray retries a refused token for a long time
+            raise Undiagnosable(_explain_init_error(address, PermissionError("Unauthenticated")))
         raise Undiagnosable(
             f"no answer from a Ray GCS at {address} within {timeout_s:g}s (something accepts "
             f"connections there but does not speak Ray); {HOW_TO_POINT}")

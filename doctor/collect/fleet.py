@@ -7,7 +7,7 @@ die with the driver, which is not detached).
 
 from __future__ import annotations
 
-from rldoctor.collect import probes
+from rldoctor.collect import error_line, probes
 
 PROBE_TIMEOUT_S = 8.0
 
@@ -45,8 +45,7 @@ class Fleet:
                 self.facts[node_id] = ray.get(ref, timeout=1)
                 self.actors[node_id] = actor
             except Exception as exc:  # the node died under the probe, or killed it for memory
-                self.failed[node_id] = {"kind": "error", "error": f"{type(exc).__name__}: "
-                                        f"{str(exc).splitlines()[0][:300] if str(exc) else ''}"}
+                self.failed[node_id] = {"kind": "error", "error": error_line(exc)}
         for ref in not_ready:
             self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {wait_s:.0f}s"}
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import statistics
 import time
 
+from rldoctor.collect import error_line
+
 DEFAULT_ROUNDS = 20
 MAX_PINGS_TOTAL = 2000  # pings per collection; rounds shrink as nodes grow
 DEFAULT_OBJECT_BYTES = 8 * 2**20
@@ -20,11 +22,6 @@ def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
     return ordered[index]
-
-
-def _error(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:200] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}"
 
 
 def _store_has_room(object_store: dict | None, node_id: str, object_bytes: int) -> bool:
@@ -48,7 +45,7 @@ def _ping_rounds(node_id: str, actor, rounds: int, budget) -> tuple[list[float],
             ray.get(actor.ping.remote(), timeout=budget.left(CALL_TIMEOUT_S))
             values.append((time.perf_counter() - started) * 1000)
     except Exception as exc:  # a node that stops answering keeps what it gave
-        return values, _error(exc)
+        return values, error_line(exc, 200)
     return values, None
 
 
@@ -108,7 +105,7 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
             try:
                 transfer[node_id] = _best_pull(fleet, node_id, source, object_bytes, budget)
             except Exception as exc:
-                errors[node_id] = _error(exc)
+                errors[node_id] = error_line(exc, 200)
     for node_id in nodes:
         values = samples[node_id]
         entry: dict = {"samples": len(values)}

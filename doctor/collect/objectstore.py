@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from rldoctor.collect import error_line
 from rldoctor.collect.private import raylet_node_stats
 
 PER_NODE_TIMEOUT_S = 5.0
@@ -31,5 +32,5 @@ def collect(conn, budget, nodes: list[dict] | None) -> dict:
                 _, stats = future.result(timeout=timeout + 1)
                 out["nodes"][node_id] = stats
             except Exception as exc:  # one silent raylet costs its own figures only
-                out["failed"][node_id] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                out["failed"][node_id] = error_line(exc, 200)
     return out
