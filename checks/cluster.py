@@ -70,7 +70,9 @@ def node_dead(snap, params):
             )
         elif node_id in unresponsive and _lost(unresponsive[node_id]):
             error = unresponsive[node_id]["error"]
-            raylet = raylet_silent.get(node_id)
+            confirmed = unresponsive[node_id].get("raylet")
+            raylet = raylet_silent.get(node_id) or (
+                confirmed if confirmed and confirmed != "answers" else None)
             if raylet:  # two independent paths to the node failed: it is gone
                 yield fail(
                     subject,

@@ -46,7 +46,7 @@ def _stall(points: list[tuple[int, float]], params: dict) -> dict | None:
             "learned": ref_i > start}
 
 
-STALL_PARAMS = {"patience": 5, "min_gain": 5.0, "min_gain_fraction": 0.1, "smooth": 3}
+STALL_PARAMS = {"patience": 5, "min_gain": 10.0, "min_gain_fraction": 0.1, "smooth": 3}
 
 
 def _reached(smoke: dict) -> bool:

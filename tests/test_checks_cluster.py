@@ -51,6 +51,10 @@ def test_rld101_alive_node_that_missed_the_probe_is_a_warning():
     [finding] = run(node_dead, data)
     assert finding.severity is Severity.FAIL and "stopped answering" in finding.message
     del data["object_store"]
+    data["versions"]["failed"][silent]["raylet"] = "RpcError: failed to connect to all addresses"
+    assert run(node_dead, data)[0].severity is Severity.FAIL  # the collector's own second look
+    data["versions"]["failed"][silent]["raylet"] = "answers"
+    assert run(node_dead, data)[0].severity is Severity.WARN  # alive, just slow
     # A probe the node answered with an error is not a dead node.
     data["versions"]["failed"] = {silent: {"kind": "error", "error": "OutOfMemoryError: 1 worker(s)"}}
     assert run(node_dead, data) == []

@@ -93,7 +93,7 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet) -> None:
     """versions and hosts from the probes' facts, then the network measurements."""
     from rldoctor.collect import network, versions
 
-    _run_section(doc, "probes", lambda: fleet.gather(budget))
+    _run_section(doc, "probes", lambda: (fleet.gather(budget), fleet.confirm_silent_nodes(budget)))
     record = doc["collectors"].pop("probes")  # one probe fills two sections: they share its record
     doc.pop("probes", None)
     for section, split in (("versions", versions.versions_section), ("hosts", versions.hosts_section)):

@@ -49,6 +49,26 @@ class Fleet:
         for ref in not_ready:
             self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {wait_s:.0f}s"}
 
+    def confirm_silent_nodes(self, budget) -> None:
+        """Ask the raylet of every node whose probe failed whether it still answers.
+
+        Two independent paths failing (the probe and the raylet's own gRPC port) is
+        what tells a dead node from a busy one before the GCS notices.
+        """
+        import ray
+
+        from rldoctor.collect.private import raylet_node_stats
+
+        ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"]) for n in ray.nodes()}
+        for node_id, failure in self.failed.items():
+            if node_id not in ports:
+                continue
+            try:
+                raylet_node_stats(*ports[node_id], timeout_s=budget.left(2.0))
+                failure["raylet"] = "answers"
+            except Exception as exc:
+                failure["raylet"] = error_line(exc, 200)
+
     def shutdown(self) -> None:
         import ray
 
