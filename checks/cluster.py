@@ -68,9 +68,10 @@ def node_dead(snap, params):
                 {**evidence, "death_reason": reason, "death_message": message},
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
-        elif node_id in unresponsive and _lost(unresponsive[node_id]):
-            error = unresponsive[node_id]["error"]
-            confirmed = unresponsive[node_id].get("raylet")
+        elif node_id in unresponsive:
+            failure = unresponsive[node_id]
+            error = failure.get("error", "")
+            confirmed = failure.get("raylet")
             raylet = raylet_silent.get(node_id) or (
                 confirmed if confirmed and confirmed != "answers" else None)
             if raylet:  # two independent paths to the node failed: it is gone
@@ -81,17 +82,17 @@ def node_dead(snap, params):
                     "GCS still lists it as alive until its health checks run out",
                     {**evidence, "probe_error": error, "raylet_error": raylet},
                     _NODE_DEAD_FIX.format(node_id=node_id))
-                continue
-            yield warn(
-                subject,
-                f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not answer "
-                f"a zero-CPU probe: {error[:160]}",
-                {**evidence, "probe_error": error},
-                "The raylet may be dying, overloaded or cut off. Check the host (load, memory, "
-                "network), `ray logs raylet.out --node-id " + node_id + "`, and run "
-                "`rldoctor check` again: the GCS marks a node dead after its health checks "
-                "fail (about 15 s by default).",
-            )
+            elif _lost(failure):
+                yield warn(
+                    subject,
+                    f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not "
+                    f"answer a zero-CPU probe: {error[:160]}",
+                    {**evidence, "probe_error": error},
+                    "The raylet may be dying, overloaded or cut off. Check the host (load, "
+                    "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
+                    "`rldoctor check` again: the GCS marks a node dead after its health checks "
+                    "fail (about 15 s by default).",
+                )
 
 
 def _lost(probe_failure: dict) -> bool:
@@ -101,7 +102,7 @@ def _lost(probe_failure: dict) -> bool:
     of a dead node; other checks report those causes.
     """
     text = probe_failure.get("error", "")
-    return probe_failure.get("kind") == "timeout" or any(
+    return probe_failure.get("kind") in ("timeout", "lost") or any(
         word in text for word in ("NodeDied", "WorkerCrashed", "LocalRayletDied", "ActorDied"))
 
 

@@ -83,6 +83,15 @@ def _pids_of(sid: int | None = None, marker: str | None = None) -> list[int]:
     return found
 
 
+def _is_running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _kill(pids: list[int], sig: int) -> None:
     for pid in pids:
         try:
@@ -237,9 +246,21 @@ class LocalCluster:
                             node.node_id = arg.split(b"=", 1)[1].decode()
 
     def kill_node(self, index: int, sig: int = signal.SIGKILL) -> str:
-        """Kill every process of one node (raylet, agents, workers) with `sig`."""
+        """Kill every process of one node (raylet, agents, workers) with `sig`; wait until gone."""
         node = self.nodes[index]
-        _kill(_pids_of(sid=node.sid), sig)
+        pids = _pids_of(sid=node.sid)
+        if not pids:
+            raise RuntimeError(f"node {index} has no processes left to kill")
+        _kill(pids, sig)
+        deadline = time.monotonic() + 10
+        while sig == signal.SIGKILL and time.monotonic() < deadline:
+            alive = [p for p in pids if _is_running(p)]
+            if not alive:
+                break
+            time.sleep(0.05)
+        else:
+            if sig == signal.SIGKILL:
+                raise RuntimeError(f"node {index}: processes {alive} survived SIGKILL")
         return node.node_id
 
     def processes(self) -> list[int]:

@@ -55,6 +55,13 @@ def test_rld101_alive_node_that_missed_the_probe_is_a_warning():
     assert run(node_dead, data)[0].severity is Severity.FAIL  # the collector's own second look
     data["versions"]["failed"][silent]["raylet"] = "answers"
     assert run(node_dead, data)[0].severity is Severity.WARN  # alive, just slow
+    # Whatever error the probe got, a raylet that no longer answers makes the node gone.
+    data["versions"]["failed"][silent] = {"kind": "error", "raylet": "RpcError: unavailable",
+                                          "error": "ActorUnschedulableError: node no longer exists"}
+    assert run(node_dead, data)[0].severity is Severity.FAIL
+    # Lost in the middle of the round trips counts like a probe that got no answer.
+    data["versions"]["failed"][silent] = {"kind": "lost", "error": "during round trips: x"}
+    assert run(node_dead, data)[0].severity is Severity.WARN
     # A probe the node answered with an error is not a dead node.
     data["versions"]["failed"] = {silent: {"kind": "error", "error": "OutOfMemoryError: 1 worker(s)"}}
     assert run(node_dead, data) == []

@@ -93,16 +93,23 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet) -> None:
     """versions and hosts from the probes' facts, then the network measurements."""
     from rldoctor.collect import network, versions
 
-    _run_section(doc, "probes", lambda: (fleet.gather(budget), fleet.confirm_silent_nodes(budget)))
+    _run_section(doc, "probes", lambda: fleet.gather(budget))
     record = doc["collectors"].pop("probes")  # one probe fills two sections: they share its record
     doc.pop("probes", None)
+    if record["status"] == "ok":
+        _run_section(doc, "network",
+                     lambda: network.collect(conn, budget, fleet, doc.get("object_store")))
+        for node_id, entry in ((doc.get("network") or {}).get("nodes") or {}).items():
+            if "error" in entry and node_id not in fleet.failed:  # it went quiet mid-check
+                fleet.failed[node_id] = {"kind": "lost", "error": f"during round trips: {entry['error']}"}
+        try:
+            fleet.confirm_silent_nodes(budget)
+        except Exception as exc:  # the second look is a bonus, never a reason to fail
+            record.setdefault("note", error_line(exc))
     for section, split in (("versions", versions.versions_section), ("hosts", versions.hosts_section)):
         doc["collectors"][section] = dict(record)
         if record["status"] == "ok":
             doc[section] = split(fleet)
-    if record["status"] == "ok":
-        _run_section(doc, "network",
-                     lambda: network.collect(conn, budget, fleet, doc.get("object_store")))
 
 
 def _alive_ids(doc: dict) -> list[str]:
