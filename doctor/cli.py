@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from pathlib import Path
 
 import click
 
 from rldoctor import __version__
 from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
 from rldoctor.model import Report, Severity
+from rldoctor.output import write_text
 from rldoctor.redact import redact
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
 
@@ -49,17 +49,6 @@ def _validate_codes(option: str, codes: list[str], registry) -> None:
     if unknown:
         valid = ", ".join(c.code for c in registry.checks)
         raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
-
-
-def _write(text: str, output: str | None) -> None:
-    text = redact(text)
-    if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
-    else:
-        click.echo(text, nl=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -195,7 +184,7 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
         add_targets(snap.data, specs, timeout_s=timeout)
     results = run_checks(selected, snap, params=params, timeout_s=check_timeout)
     report = Report(results=results, source=source, notes=list(registry.problems))
-    _write(RENDERERS[fmt](report), output)
+    write_text(RENDERERS[fmt](report), output)
     if output:
         from rldoctor.render.text import summary_line
 
@@ -214,7 +203,7 @@ def collect(output, address, timeout):
         from rldoctor.snapshot import dumps
 
         doc = collect_snapshot(address, timeout_s=timeout)
-        _write(dumps(doc), output)
+        write_text(dumps(doc), output)
         from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
 
         failed = [k for k, v in doc.get("collectors", {}).items()

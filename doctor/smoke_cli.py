@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rldoctor.errors import UsageError
 from rldoctor.model import Report, Severity
+from rldoctor.output import write_text
 
 TRAINING_CODES = ("RLD601", "RLD602", "RLD603", "RLD604")
 
@@ -70,17 +71,10 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
         except (OSError, ValueError) as exc:
             raise UsageError(f"--plot {plot}: cannot write: {exc}") from None
         say(f"learning curve written to {plot}")
-    text = redact(text)
+    write_text(text, output)
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
         from rldoctor.render.text import summary_line
 
         say(f"{summary_line(report)}; report written to {output}")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
     stream.close()
     return report.exit_code(Severity.FAIL)
