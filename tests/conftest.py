@@ -52,6 +52,30 @@ def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120) -> C
     return CliResult(proc, time.monotonic() - started)
 
 
+def check_json(cluster: LocalCluster) -> CliResult:
+    """`rldoctor check --format json` against `cluster`; it must diagnose (exit 0 or 1)."""
+    result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
+                          env=cluster.client_env())
+    assert result.code in (0, 1), result
+    return result
+
+
+def wait_for_findings(cluster: LocalCluster, code: str, predicate=lambda finding: True,
+                      timeout_s: float = 30) -> tuple[CliResult, list[dict]]:
+    """Check again, once a second, until a `code` finding matches `predicate` or time is up.
+
+    Ray reports demands, task events and spilling to the GCS about once a second, so
+    a fault made a moment ago may need a second look.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = check_json(cluster)
+        found = [f for f in result.findings(code) if predicate(f)]
+        if found or time.monotonic() > deadline:
+            return result, found
+        time.sleep(1)
+
+
 def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
 

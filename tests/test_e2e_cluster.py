@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import run_driver, run_rldoctor
+from conftest import run_driver, run_rldoctor, wait_for_findings
 
 pytestmark = pytest.mark.cluster
 
@@ -157,14 +157,7 @@ def test_infeasible_actor_gives_rld103_naming_the_actor(cluster3):
         "class NeedsAccelerator:\n    pass\n"
         "a = NeedsAccelerator.options(name='hungry', lifetime='detached', namespace='e2e').remote()\n"
         "print('=>', a._actor_id.hex())\n")).strip()
-    deadline = time.monotonic() + 30
-    while True:  # the raylet reports demand to the GCS about once a second
-        result = run_rldoctor("check", "--address", cluster3.address, "--format", "json",
-                              env=cluster3.client_env())
-        found = result.findings("RLD103")
-        if found or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    result, found = wait_for_findings(cluster3, "RLD103")
     assert result.code == 1, result
     assert len(found) == 1, found
     finding = found[0]

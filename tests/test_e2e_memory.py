@@ -7,11 +7,9 @@ store that a long-lived actor fills, with spilling held back until it is full.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from conftest import run_rldoctor
+from conftest import check_json, wait_for_findings
 from faults import hoard_objects
 from localcluster import LocalCluster, NodeSpec
 
@@ -38,20 +36,13 @@ def memory_cluster(tmp_path_factory):
         yield cluster
 
 
-def check(cluster):
-    result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
-                          env=cluster.client_env())
-    assert result.code in (0, 1), result
-    return result
-
-
 def subjects(result, code):
     return {f["subject"]: f for f in result.findings(code)}
 
 
 def test_disk_backed_store_and_memory_near_threshold(memory_cluster):
     node1 = memory_cluster.nodes[1].node_id
-    result = check(memory_cluster)
+    result = check_json(memory_cluster)
     shm = subjects(result, "RLD304")
     assert set(shm) == {f"node:{node1}"}, result
     assert shm[f"node:{node1}"]["evidence"]["plasma_directory"].endswith("plasma-on-disk0")
@@ -68,7 +59,7 @@ def test_disk_backed_store_and_memory_near_threshold(memory_cluster):
 def test_filled_object_store_fails_rld301_on_that_node_only(memory_cluster):
     node2 = memory_cluster.nodes[2].node_id
     hoard_objects(memory_cluster, node2, chunks=15)  # 75 MiB of 80
-    result = check(memory_cluster)
+    result = check_json(memory_cluster)
     pressure = subjects(result, "RLD301")
     assert set(pressure) == {f"node:{node2}"}, result
     finding = pressure[f"node:{node2}"]
@@ -83,13 +74,8 @@ def test_filled_object_store_fails_rld301_on_that_node_only(memory_cluster):
 def test_pushing_past_full_spills_and_gives_rld302(memory_cluster):
     node2 = memory_cluster.nodes[2].node_id
     hoard_objects(memory_cluster, node2, chunks=6)  # 30 MiB more than fits
-    deadline = time.monotonic() + 20
-    while True:
-        result = check(memory_cluster)
-        spilled = subjects(result, "RLD302")
-        if spilled or time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    result, _ = wait_for_findings(memory_cluster, "RLD302", timeout_s=20)
+    spilled = subjects(result, "RLD302")
     assert set(spilled) == {f"node:{node2}"}, result
     finding = spilled[f"node:{node2}"]
     assert finding["evidence"]["spilled_bytes"] >= 5 * 2**20

@@ -6,11 +6,9 @@ what runs there; everything else is pinned to node 1 with label selectors.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from conftest import run_rldoctor
+from conftest import wait_for_findings
 from faults import (actor_that_crashes_three_times, task_on_memory_starved_node,
                     worker_killed_with_sigkill)
 from localcluster import LocalCluster, NodeSpec
@@ -26,27 +24,10 @@ def faulty_cluster():
         yield cluster
 
 
-def _check(cluster):
-    result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
-                          env=cluster.client_env())
-    assert result.code in (0, 1), result
-    return result
-
-
-def _wait_for(cluster, code, predicate, timeout_s=30):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = _check(cluster)
-        found = [f for f in result.findings(code) if predicate(f)]
-        if found or time.monotonic() > deadline:
-            return result, found
-        time.sleep(1)
-
-
 def test_actor_crashing_three_times_gives_rld401_fail(faulty_cluster):
     node1 = faulty_cluster.nodes[1].node_id
     actor_id = actor_that_crashes_three_times(faulty_cluster, node1)
-    result, found = _wait_for(faulty_cluster, "RLD401", lambda f: f["subject"] == f"actor:{actor_id}")
+    result, found = wait_for_findings(faulty_cluster, "RLD401", lambda f: f["subject"] == f"actor:{actor_id}")
     assert found, result
     finding = found[0]
     assert finding["severity"] == "fail"
@@ -61,7 +42,7 @@ def test_actor_crashing_three_times_gives_rld401_fail(faulty_cluster):
 def test_worker_killed_with_sigkill_gives_rld403(faulty_cluster):
     node1 = faulty_cluster.nodes[1].node_id
     pid = worker_killed_with_sigkill(faulty_cluster, node1)
-    result, found = _wait_for(faulty_cluster, "RLD403",
+    result, found = wait_for_findings(faulty_cluster, "RLD403",
                               lambda f: pid in f["evidence"]["pids"])
     assert found, result
     finding = found[0]
@@ -75,7 +56,7 @@ def test_worker_killed_with_sigkill_gives_rld403(faulty_cluster):
 def test_task_killed_by_rays_memory_monitor_gives_rld402(faulty_cluster):
     node2 = faulty_cluster.nodes[2].node_id
     assert task_on_memory_starved_node(faulty_cluster, node2) == "OutOfMemoryError"
-    result, found = _wait_for(faulty_cluster, "RLD402", lambda f: f["subject"] == f"node:{node2}")
+    result, found = wait_for_findings(faulty_cluster, "RLD402", lambda f: f["subject"] == f"node:{node2}")
     assert found, result
     finding = found[0]
     assert finding["severity"] == "fail"
