@@ -49,16 +49,22 @@ class Node:
     log: Path | None = None
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on loopback, never Ray's defaults."""
+def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
+    """`count` distinct free TCP ports on loopback, never Ray's defaults nor any in `taken`.
+
+    The sockets are closed before Ray binds, so the OS may offer a port again in a later
+    call: a cluster passes every port it has handed out as `taken` (and gets it updated).
+    """
+    taken = set() if taken is None else taken
     with ExitStack() as stack:
         ports = []
         while len(ports) < count:
             s = stack.enter_context(socket.socket())
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-            if port not in (6379, 8265, 10001, 52365) and port not in ports:
+            if port not in (6379, 8265, 10001, 52365) and port not in ports and port not in taken:
                 ports.append(port)
+        taken.update(ports)
         return ports
 
 
@@ -117,7 +123,8 @@ class LocalCluster:
         self.token = secrets.token_hex(24)
         self.token_path.write_text(self.token)
         self.nodes: list[Node] = []
-        self.gcs_port, self.dashboard_port, self.client_port = free_ports(3)
+        self._ports: set[int] = set()  # every port handed to this cluster's nodes
+        self.gcs_port, self.dashboard_port, self.client_port = free_ports(3, self._ports)
         self._stopped = False
 
     # -- addresses and environment for clients of this cluster ---------------------------
@@ -174,7 +181,7 @@ class LocalCluster:
     # -- lifecycle --------------------------------------------------------------------------
     def _start_node(self, index: int, spec: NodeSpec) -> subprocess.Popen:
         head = index == 0
-        agent, agent_grpc, metrics, runtime_env = free_ports(4)
+        agent, agent_grpc, metrics, runtime_env = free_ports(4, self._ports)
         # Each node gets its own loopback address (127.0.0.1 itself Ray swaps for the
         # host's public IP): nodes look like distinct hosts and traffic never leaves lo.
         args = [str(BIN / "ray"), "start", "--node-ip-address", self.node_ip(index),
