@@ -120,7 +120,14 @@ def _alive_ids(doc: dict) -> list[str]:
     return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
 
 
-def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
+def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                     extras: tuple[Callable[..., None], ...] = ()) -> dict:
+    """One snapshot of the cluster at `address`, within `timeout_s`.
+
+    Each of `extras` is called as `extra(conn, budget, fleet, doc)` once every section is
+    collected and while the probe fleet is still up (the incident bundle reads logs and
+    stacks through it); an extra that raises costs only what it would have added.
+    """
     from rldoctor.collect import actors, demands, nodes, objectstore, versions
     from rldoctor.collect import cluster as cluster_facts
     from rldoctor.collect.fleet import Fleet
@@ -157,6 +164,12 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) 
                     _collect_from_fleet(doc, conn, budget, fleet)
                     for future in side:
                         future.result()
+                for extra in extras:
+                    try:
+                        extra(conn, budget, fleet, doc)
+                    except Exception as exc:
+                        doc.setdefault("notes", []).append(
+                            f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
             finally:
                 fleet.shutdown()
         finally:
