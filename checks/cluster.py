@@ -68,7 +68,7 @@ def node_dead(snap, params):
                 {**evidence, "death_reason": reason, "death_message": message},
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
-        elif node_id in unresponsive:
+        elif node_id in unresponsive and unresponsive[node_id].get("kind") != "auth":  # RLD105
             failure = unresponsive[node_id]
             error = failure.get("error", "")
             confirmed = failure.get("raylet")
@@ -93,6 +93,53 @@ def node_dead(snap, params):
                     "`rldoctor check` again: the GCS marks a node dead after its health checks "
                     "fail (about 15 s by default).",
                 )
+
+
+_AUTH_FIX = (
+    "Every node and every client of one cluster must agree on token authentication: start "
+    "each node's `ray start` (head and workers; on KubeRay, the same authOptions for every "
+    "group) with the same RAY_AUTH_MODE, and with token auth on, the same token (RAY_AUTH_TOKEN "
+    "or RAY_AUTH_TOKEN_PATH; `ray get-auth-token` on the head prints it). A node in token mode "
+    "refuses everything from processes that carry no token, and a process in token mode "
+    "refuses calls from nodes that send none, so tasks and actors placed across the two fail "
+    "with ActorDiedError or never start. Until then, rldoctor cannot examine that node."
+)
+
+
+@check("RLD105", "auth-mismatch", area="cluster", requires=("versions",))
+def auth_mismatch(snap, params):
+    """A node that disagrees with rldoctor (and the cluster's head) on token authentication.
+
+    Symptom:
+        Actors and tasks on some nodes die at once with `ActorDiedError: The actor died
+        unexpectedly` or never start, while the nodes look healthy; the raylet or worker logs
+        say "Missing authorization header in request!" or `InvalidAuthToken`.
+
+    Cause:
+        Nodes of one cluster (or a client and the cluster) were started with different
+        RAY_AUTH_MODE settings or tokens. rldoctor joins in the mode the head's GCS asks for;
+        a node that refuses its credentials, or whose processes rldoctor's driver had to
+        refuse, runs in the other mode.
+
+    Fix:
+        Start every node and client with the same RAY_AUTH_MODE and token. The finding
+        names the node, what refused what, and the mode rldoctor joined in and why.
+    """
+    failed = (snap.get("versions") or {}).get("failed") or {}
+    client = (snap.get("cluster") or {}).get("client_auth") or {}
+    for node_id, failure in sorted(failed.items()):
+        if failure.get("kind") != "auth":
+            continue
+        node = snap.node(node_id) or {}
+        mode = client.get("mode", "?")
+        yield fail(
+            f"node:{node_id}",
+            f"node {node_id[:12]} ({node.get('ip', '?')}) disagrees with rldoctor on token "
+            f"authentication, so it could not be examined; {failure.get('auth')}; rldoctor "
+            f"joined with RAY_AUTH_MODE={mode} because "
+            f"{client.get('why') or 'that is what the head asked for'}",
+            {"node_id": node_id, "ip": node.get("ip"), "probe_error": failure.get("error"),
+             "raylet": failure.get("raylet"), "client_auth": client}, _AUTH_FIX)
 
 
 def _lost(probe_failure: dict) -> bool:

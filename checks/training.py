@@ -4,14 +4,17 @@ Pure functions over the `smoke` and `scaling` sections that `rldoctor smoke-trai
 records (see rldoctor.smoke); they run the same on a live smoke run and on a
 recorded one (`rldoctor smoke-train --record FILE`, then `rldoctor check --from FILE`).
 
-The seed article's second row ("training stalls: parameter sync broken: check the
-sync settings") becomes two measurements here: whether the return still improves
-(RLD601) and whether the env runners act with the learner's weights (RLD602).
+RLD601, RLD602 and RLD607 also read the `runs` section (`rldoctor check --run PATH`:
+Tune result.json files). A common troubleshooting row ("training stalls: parameter sync
+broken: check the sync settings") becomes two measurements here: whether the return
+still improves (RLD601) and whether the env runners act with the learner's weights
+(RLD602).
 """
 
 from __future__ import annotations
 
-from rldoctor.registry import check, fail, info, warn
+from rldoctor.checks import _runs
+from rldoctor.registry import check, fail, info, note, warn
 
 SUBJECT = "run:smoke-train"
 
@@ -53,8 +56,8 @@ def _reached(smoke: dict) -> bool:
     return smoke.get("outcome") == "reached"
 
 
-@check("RLD601", "training-stall", area="training", requires=("smoke",),
-       params=dict(STALL_PARAMS))
+@check("RLD601", "training-stall", area="training", requires=("smoke|runs",),
+       params={**STALL_PARAMS, "min_iterations": 12, "z": 2.0})
 def training_stall(snap, params):
     """Episode return flat or falling over a training run.
 
@@ -76,10 +79,22 @@ def training_stall(snap, params):
         move. Check RLD602 for stale weights. Compare with a known-good configuration:
         `rldoctor smoke-train` learns CartPole-v1 in well under a minute.
 
+        For a run's results (`--run PATH`), the return of the last third of the run (5 to
+        50 iterations) is compared with the window before it and with the first, against
+        the run's own iteration-to-iteration noise (a difference counts above two
+        standard errors): never improved is a fail when the learner does not move the
+        weights (lr 0, KL below 1e-6) and a warn otherwise; falling is a warn; improved
+        once and flat since is an info (converged, or stuck on a plateau).
+
     Article:
-        The seed article's "training stalls: parameter sync broken" row; the sync part
-        is RLD602, measured from RLlib's `weights_seq_no`.
+        A common troubleshooting table says "training stalls: the parameter server is out
+        of sync: check the sync settings". The sync part is RLD602, measured from RLlib's
+        `weights_seq_no`; most stalls are the learner's own numbers, which this check reads.
     """
+    for run in snap.get("runs") or []:
+        yield from _run_stall(run, params)
+    if not snap.has("smoke"):
+        return
     smoke = snap["smoke"]
     if _reached(smoke):
         return
@@ -113,8 +128,8 @@ def training_stall(snap, params):
                    f"{stall['flat_iterations']} iterations since (last {last:.1f})", evidence, fix)
 
 
-@check("RLD602", "stale-weights", area="training", requires=("smoke",),
-       params={"normal_lag": 1.0, "tolerance": 0.5, "growth_window": 3})
+@check("RLD602", "stale-weights", area="training", requires=("smoke|runs",),
+       params={"normal_lag": 1.0, "tolerance": 0.5, "growth_window": 3, "nan_iterations": 3})
 def stale_weights(snap, params):
     """Env runners acting with weights older than the learner's.
 
@@ -136,10 +151,17 @@ def stale_weights(snap, params):
         (RLD401). Make sure nothing disables weight sync, and on slow links raise
         `config.env_runners(sample_timeout_s=...)` rather than letting runners drift.
 
+        In a run's results, env runners that report no `weights_seq_no` at all (NaN)
+        while the learner's grows have not finished a sample with known weights.
+
     Article:
-        The seed article's "training stalls: parameter sync broken: check the sync
-        settings" row, measured instead of guessed.
+        A common troubleshooting table says "training stalls: parameter sync broken: check
+        the sync settings"; this check measures the sync instead of guessing it.
     """
+    for run in snap.get("runs") or []:
+        yield from _run_stale_weights(run, params)
+    if not snap.has("smoke"):
+        return
     smoke = snap["smoke"]
     limit = params["normal_lag"] + params["tolerance"]
     gaps = [(p.get("iteration"), p["learner_weights_seq_no"] - p["runner_weights_seq_no"])
@@ -220,9 +242,10 @@ def smoke_train_failed(snap, params):
         with `--time-budget` raised when the run was merely slow.
 
     Article:
-        The seed article's checkpoint (`trainer.save` / `trainer.restore`) and serving
-        (`compute_single_action`) sections, done with Ray 2.60's `algo.save_to_path`,
-        `Algorithm.from_checkpoint` and `RLModule.forward_inference`.
+        Older tutorials save with `trainer.save()` / `trainer.restore()` and serve with
+        `compute_single_action`; on Ray 2.60 those are `algo.save_to_path()`,
+        `Algorithm.from_checkpoint()` and `RLModule.forward_inference()`, which the round
+        trip uses.
     """
     smoke = snap["smoke"]
     outcome = smoke.get("outcome")
@@ -291,8 +314,8 @@ def poor_scaling(snap, params):
         runners; add runners when the env step itself is the cost.
 
     Article:
-        The article's closing note: for a light env like CartPole, fewer workers can be
-        faster. Its single-node vs 2- vs 3-node table is what `--scaling` measures.
+        A common remark, "for a light env like CartPole, fewer workers can be faster", is
+        right; a single-node vs 2- vs 3-node comparison is what `--scaling` measures.
     """
     scaling = snap["scaling"]
     runs = sorted((r for r in scaling.get("runs") or [] if r.get("status") == "ok"
@@ -330,3 +353,177 @@ def poor_scaling(snap, params):
     elif recommended is not None and len(runs) > 1:
         yield info("run:scaling", f"throughput grows with env runners; most env steps/s per CPU "
                    f"with {recommended}", evidence, fix)
+
+
+# -- the same questions asked of a run's results (`--run PATH`) ------------------------------
+
+def _not_judged(run: dict) -> str | None:
+    """Why a run cannot be judged at all (not RLlib, nothing readable), or None."""
+    if run.get("points"):
+        return None
+    if run.get("not_rllib_rows"):
+        return (f"{run['not_rllib_rows']} row(s) of a trainable that is not RLlib (no "
+                "`env_runners` results); not judged")
+    return f"no readable result row ({run.get('bad_lines', 0)} unreadable line(s)); not judged"
+
+
+def _run_stall(run: dict, params: dict):
+    why_not = _not_judged(run)
+    if why_not:
+        yield note(_runs.subject(run), why_not, _runs.read_note(run))
+        return
+    points = _runs.series(run, "return_mean")
+    curve = _runs.judge_curve([v for _, v in points], params["min_iterations"], params["z"])
+    if curve is None:
+        yield note(_runs.subject(run), "no iteration with a finite return (see RLD607)" if not
+                   points else f"only {len(points)} iteration(s) with a finite return: too short "
+                   "to judge a stall", _runs.read_note(run))
+        return
+    if curve["verdict"] == "rising":
+        return
+    w = curve["window"]
+    first_it, last_it = points[0][0], points[-1][0]
+    recent_from = points[-w][0]
+    evidence = {**_runs.read_note(run), "window_iterations": w,
+                "recent_mean_return": round(curve["recent_mean"], 2),
+                "previous_window_mean_return": round(curve["before_mean"], 2),
+                "first_window_mean_return": round(curve["first_mean"], 2),
+                "best_window_mean_return": round(curve["best_window_mean"], 2),
+                "noise_sigma": round(curve["noise_sigma"], 3), "bar": round(curve["bar"], 3),
+                "iterations": [first_it, last_it], "recent_from_iteration": recent_from,
+                "returns": [[it, round(v, 2)] for it, v in points[-12:]],
+                "settings": {k: v for k, v in (run.get("settings") or {}).items()
+                             if k in ("lr", "train_batch_size_per_learner", "minibatch_size",
+                                      "num_epochs", "num_env_runners", "entropy_coeff")}}
+    frozen = _runs.weights_frozen(run, w)
+    fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
+           "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
+           "the learning rate and the loss, rewards the policy can influence, and RLD602 for env "
+           "runners acting with old weights.")
+    last = (f"{curve['recent_mean']:.1f} on average over the last {w} iterations "
+            f"({recent_from:g}-{last_it:g})")
+    noise = f"iteration-to-iteration noise {curve['noise_sigma']:.1f}"
+    if curve["verdict"] == "falling":
+        yield warn(_runs.subject(run), f"the return is falling: {last}, down from "
+                   f"{curve['before_mean']:.1f} over the {w} before and "
+                   f"{curve['best_window_mean']:.1f} at its best ({noise})", evidence,
+                   "A falling return after learning is often a policy that collapsed: a learning "
+                   "rate too large for the batch (lower lr or raise train_batch_size_per_learner), "
+                   "entropy gone to zero (entropy_coeff), or a change in the env. " + fix)
+    elif not curve["learned"]:
+        if frozen:
+            evidence["weights_frozen"] = frozen
+            yield fail(_runs.subject(run), f"the return never improved: "
+                       f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
+                       f"{last} ({noise}); the weights do not move: {frozen['why']}", evidence,
+                       "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to 3e-4) "
+                       "and check that the loss reaches the optimizer: with lr > 0 and a KL of "
+                       "zero, look for a frozen module or a grad_clip of 0.")
+        else:
+            yield warn(_runs.subject(run), f"the return never improved: "
+                       f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
+                       f"{last} ({noise})", evidence, fix)
+    else:
+        yield info(_runs.subject(run), f"the return improved from {curve['first_mean']:.1f} "
+                   f"(first {w} iterations) and has been flat since: {last}, "
+                   f"{curve['before_mean']:.1f} over the {w} before ({noise}); converged, or "
+                   "stuck on a plateau", evidence,
+                   "If the return is below what the env allows, try a lower learning rate, larger "
+                   "batches or more exploration (entropy_coeff); if it is the env's best, stop "
+                   "the run and keep the checkpoint.")
+
+
+def _run_stale_weights(run: dict, params: dict):
+    if _not_judged(run):
+        return
+    limit = params["normal_lag"] + params["tolerance"]
+    gaps, nan_runner = [], []
+    for p in run.get("points") or []:
+        learner = [f.get("weights_seq_no") for f in (p.get("learners") or {}).values()
+                   if _runs.is_number(f.get("weights_seq_no"))]
+        runner = p.get("runner_weights_seq_no")
+        if not learner:
+            continue
+        if _runs.is_non_finite(runner):
+            nan_runner.append(p.get("iteration"))
+        elif _runs.is_number(runner):
+            gaps.append((p.get("iteration"), max(learner) - runner))
+    window = params["growth_window"]
+    evidence = {**_runs.read_note(run), "normal_lag": params["normal_lag"],
+                "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]]}
+    fix = ("Check the nodes of the env runners (network RLD201/RLD202, object store RLD301, "
+           "restarts RLD401) and that nothing disables weight sync; RLlib syncs after each "
+           "update on the new API stack.")
+    if len(gaps) > window and gaps[-1][1] > limit and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"]:
+        yield warn(_runs.subject(run), f"env runners act with stale weights: {gaps[-1][1]:.1f} "
+                   f"learner updates behind at iteration {gaps[-1][0]:g} (normal is about "
+                   f"{params['normal_lag']:g}), up from {gaps[-1 - window][1]:.1f} at iteration "
+                   f"{gaps[-1 - window][0]:g}", evidence, fix)
+    recent = [p.get("iteration") for p in (run.get("points") or [])[-params["nan_iterations"]:]]
+    if len(recent) == params["nan_iterations"] and all(it in nan_runner for it in recent):
+        evidence["runner_weights_seq_no_nan_at"] = nan_runner[-12:]
+        yield warn(_runs.subject(run), f"env runners report no weights_seq_no (NaN) in the last "
+                   f"{len(recent)} iterations ({recent[0]:g}-{recent[-1]:g}) while the learner's "
+                   "grows: no runner finished a sample with known weights", evidence,
+                   "The env runners sample nothing they can report: look for hung or restarting "
+                   "runners (`rldoctor check` on the cluster: RLD605, RLD606, RLD401) and for "
+                   "episodes that never end within sample_timeout_s. " + fix)
+
+
+@check("RLD607", "nan-metrics", area="training", requires=("runs",))
+def nan_metrics(snap, params):
+    """NaN or infinite losses, returns or gradients in a training's results.
+
+    Symptom:
+        `total_loss`, `policy_loss` or `vf_loss` read NaN in the results (or TensorBoard
+        shows gaps), `episode_return_mean` is NaN although episodes finish, and the
+        policy acts at random or the run crashes later with "invalid value" errors.
+
+    Cause:
+        Non-finite numbers got into the training: the env returns NaN or infinite rewards
+        or observations (then the return is NaN as soon as an episode ends, and every loss
+        that uses it follows), or the optimisation diverged (a learning rate too high, no
+        gradient clipping, a loss term that explodes), after which the weights themselves
+        are NaN. Counts such as `num_trainable_parameters` are NaN in healthy runs too and
+        are not judged.
+
+    Fix:
+        When the return is NaN with episodes finishing, check the env's rewards and
+        observations (`np.isfinite` in `step`, or wrap the env in a checker); when only the
+        losses are, lower the learning rate and set `grad_clip`. Restart from the last
+        checkpoint before the first NaN iteration (named in the evidence).
+    """
+    for run in snap["runs"] or []:
+        points = run.get("points") or []
+        bad: dict[str, list] = {}
+        for p in points:
+            for mid, figures in (p.get("learners") or {}).items():
+                for key in _runs.LOSSES:
+                    if _runs.is_non_finite(figures.get(key)):
+                        bad.setdefault(f"learners/{mid}/{key}", []).append(p.get("iteration"))
+            if _runs.is_non_finite(p.get("return_mean")) and (p.get("episodes") or 0) > 0:
+                bad.setdefault("env_runners/episode_return_mean", []).append(p.get("iteration"))
+        if not bad:
+            continue
+        first = min(its[0] for its in bad.values())
+        shown = ", ".join(f"{k.split('/')[-1]} ({len(v)} of {len(points)} iterations, from "
+                          f"{v[0]:g})" for k, v in sorted(bad.items()))
+        rewards = "env_runners/episode_return_mean" in bad
+        cause = ("episodes finish with a NaN return, so the env's rewards (or observations) are "
+                 "not finite" if rewards else "the returns stay finite, so the optimisation "
+                 "diverged (learning rate, gradient clipping, a loss term that explodes)")
+        evidence = {**_runs.read_note(run), "first_bad_iteration": first,
+                    "metrics": {k: {"count": len(v), "first": v[0], "last": v[-1]}
+                                for k, v in sorted(bad.items())},
+                    "iterations_judged": len(points),
+                    "settings": {k: v for k, v in (run.get("settings") or {}).items()
+                                 if k in ("lr", "grad_clip", "train_batch_size_per_learner")}}
+        fix = ("Check the env: assert np.isfinite(reward) and np.isfinite(obs).all() in step() "
+               "(a NaN reward makes every return and value loss NaN). " if rewards else
+               "Lower the learning rate and set `config.training(grad_clip=...)` (e.g. 0.5 to "
+               "40); check the loss terms for values that explode. ")
+        restart = (f"Resume from a checkpoint written before iteration {first:g}." if first and
+                   first > 1 else "The run was broken from its first iteration: fix the cause "
+                   "and start it again.")
+        yield fail(_runs.subject(run), f"non-finite values in the results from iteration "
+                   f"{first:g}: {shown}; {cause}", evidence, fix + restart)

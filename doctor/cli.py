@@ -72,6 +72,10 @@ def main() -> None:
               "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "
               "env runners (RLD501, RLD502). Repeatable. Without --address or --from no cluster "
               "is contacted.")
+@click.option("--run", "runs", multiple=True, metavar="PATH",
+              help="Also judge a training run's results: a Tune trial or experiment directory, "
+              "or a result.json (RLD601 stall, RLD602 stale weights, RLD607 NaN, RLD608 "
+              "throughput). Repeatable. Without --address or --from no cluster is contacted.")
 @click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
 @click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -90,12 +94,17 @@ def main() -> None:
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")
 def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          zone_label, settings, targets):
-    """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes."""
+          zone_label, settings, targets, runs):
+    """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
+
+    On a live cluster this includes the RLlib trainings running on it: their env runners
+    and learners, the calls they are in and for how long, stacks of the stuck ones, lost
+    runners and throughput (RLD605, RLD606, RLD608).
+    """
     try:
         code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
                       timeout, check_timeout, _check_params(settings, zone_label),
-                      targets=targets)
+                      targets=targets, runs=runs)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -148,10 +157,10 @@ def _validate_params(params: dict, registry) -> None:
 
 
 def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=()) -> int:
+           params=None, targets=(), runs=()) -> int:
     from rldoctor.registry import load_registry
+    from rldoctor.diagnose import diagnose
     from rldoctor.render import RENDERERS
-    from rldoctor.runner import run_checks
     from rldoctor import snapshot as snapshots
 
     if address and from_file:
@@ -163,15 +172,22 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
     selected = registry.select(only, skip)
 
     specs = _target_specs(targets)
+    results = None
+    if runs:  # read first: a path that is not a run ends here, before any cluster is joined
+        from rldoctor.collect.runs import read_runs
+
+        results = read_runs(list(runs))
     if from_file:
         snap = snapshots.load(from_file)
         source = {"kind": "snapshot", "file": str(from_file),
                   "created_at": snap.get("created_at", ""),
                   "recorded_from": (snap.get("source") or {}).get("address")}
-    elif specs and not address:  # only the user's targets: no cluster is contacted
-        texts = [spec.text for spec in specs]
+    elif (specs or runs) and not address:  # only the user's files: no cluster is contacted
+        texts = [spec.text for spec in specs] + list(runs)
+        kind = "targets" if specs and not runs else ("runs" if runs and not specs else "files")
         snap = snapshots.validate(snapshots.new_document(
-            {"kind": "targets", "file": ", ".join(texts), "targets": texts}), "targets")
+            {"kind": kind, "file": ", ".join(texts), "targets": [s.text for s in specs],
+             "runs": list(runs)}), kind)
         source = dict(snap.get("source") or {})
     else:
         from rldoctor.collect import collect_snapshot
@@ -182,8 +198,10 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
         from rldoctor.collect.targets import add_targets
 
         add_targets(snap.data, specs, timeout_s=timeout)
-    results = run_checks(selected, snap, params=params, timeout_s=check_timeout)
-    report = Report(results=results, source=source, notes=list(registry.problems))
+    if results is not None:
+        snap.data["runs"] = results
+        snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
+    report = diagnose(snap, source, selected, params, check_timeout, registry)
     write_text(RENDERERS[fmt](report), output)
     if output:
         from rldoctor.render.text import summary_line
@@ -193,11 +211,32 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
 
 
 @main.command()
-@click.option("--output", required=True, type=click.Path(dir_okay=False), help="Snapshot file to write.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Snapshot file to write.")
+@click.option("--bundle", type=click.Path(), metavar="FILE.tar.gz",
+              help="Write the incident bundle instead: snapshot, report, log tails, host facts "
+              "and stacks of every node in one redacted tar.gz to attach to a ticket.")
 @click.option("--address", help="GCS address HOST:PORT, or 'auto'. Default: $RAY_ADDRESS, then auto.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True)
-def collect(output, address, timeout):
-    """Record a snapshot of the cluster for `rldoctor check --from FILE`."""
+@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="Upper bound in seconds on taking the snapshot (the bundle's items have "
+              "their own deadlines).")
+@click.option("--force", is_flag=True, help="--bundle: replace an existing file.")
+@click.option("--max-size", type=click.FloatRange(min=0.1), default=50.0, show_default=True,
+              metavar="MB", help="--bundle: size cap; the largest logs are cut from the front to fit.")
+@click.option("--obfuscate", is_flag=True, help="--bundle: also replace IP addresses and host "
+              "names, consistently; the map goes to FILE.tar.gz.obfuscation-map.json (mode 0600), "
+              "never into the bundle.")
+def collect(output, bundle, address, timeout, force, max_size, obfuscate):
+    """Record a snapshot (--output) or an incident bundle (--bundle) of the cluster.
+
+    `rldoctor check --from FILE` diagnoses either one offline. The bundle never holds the
+    auth token, runtime_env env_vars values, secret-looking values or URL credentials:
+    everything is redacted before it is written.
+    """
+    if bool(output) == bool(bundle):
+        _fail(UsageError("collect: give exactly one of --output FILE (a snapshot) or "
+                         "--bundle FILE.tar.gz (the incident bundle)"))
+    if bundle:
+        _collect_bundle(bundle, address, timeout, force, max_size, obfuscate)
     try:
         from rldoctor.collect import collect_snapshot
         from rldoctor.snapshot import dumps
@@ -215,6 +254,23 @@ def collect(output, address, timeout):
         _fail(exc)
     except KeyboardInterrupt:
         _fail(Interrupted("interrupted: probes stopped and removed, no snapshot written"))
+
+
+def _collect_bundle(path, address, timeout, force, max_size, obfuscate) -> None:
+    try:
+        from rldoctor.bundle.collect import write_bundle
+
+        done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
+                            obfuscate=obfuscate, force=force)
+        click.echo(f"bundle of {done['nodes']} node(s) written to {path}: {done['bytes'] / 1e6:.2f} MB, "
+                   f"{done['items_ok']} item(s) collected, {done['items_failed']} not (see "
+                   f"manifest.json), {done['seconds']:.1f}s"
+                   + (f"; obfuscation map in {done['map']} (keep it private)" if done["map"] else ""))
+        _exit(0)
+    except RldoctorError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _fail(Interrupted("interrupted: probes stopped and removed, no bundle written"))
 
 
 @main.command("smoke-train")
@@ -261,6 +317,33 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # never hang in Ray's exit handlers
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+              show_default=True, help="text: one `path:line:col: CODE [severity] message "
+              "(replacement)` a line; json: report v1 with each finding's location.")
+@click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
+              show_default=True, help="Exit 1 when a finding is at or above this severity.")
+@click.option("--diff", is_flag=True, help="Print the mechanical fixes (renames that keep "
+              "their meaning) as a unified diff; change nothing.")
+@click.option("--fix", is_flag=True, help="Apply the mechanical fixes in place, then report "
+              "what is left (it needs judgement).")
+def lint(paths, fmt, fail_on, diff, fix):
+    """Lint training scripts, notebooks and cluster YAML for what this Ray rejects or ignores.
+
+    PATH is a .py, .ipynb, .yaml or .yml file, or a directory to search. Nothing is
+    imported or run (RLD801-RLD803). Exit 0 clean, 1 findings at or above
+    --fail-on, 2 usage error, 3 an input could not be linted.
+    """
+    try:
+        from rldoctor.lint.command import run_lint
+
+        code = run_lint(list(paths), fmt, fail_on, diff, fix)
+    except RldoctorError as exc:
+        _fail(exc)
+    _exit(code)
 
 
 @main.command("list")

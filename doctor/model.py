@@ -40,11 +40,26 @@ class Finding:
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: str = ""
+    location: dict[str, Any] | None = None  # lint: {path, line, column}; in JSON only when set
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["severity"] = self.severity.label
+        if out.get("location") is None:
+            out.pop("location", None)
         return out
+
+
+@dataclass
+class Note:
+    """Something a check looked at closely and let go, with what it saw (not a finding)."""
+
+    subject: str
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass
@@ -58,9 +73,10 @@ class CheckResult:
     detail: str = ""
     findings: list[Finding] = field(default_factory=list)
     origin: str = "rldoctor"
+    notes: list[Note] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "code": self.code,
             "name": self.name,
             "status": self.status,
@@ -68,6 +84,9 @@ class CheckResult:
             "detail": self.detail,
             "origin": self.origin,
         }
+        if self.notes:
+            out["notes"] = [n.to_json() for n in self.notes]
+        return out
 
 
 @dataclass
@@ -78,6 +97,7 @@ class Report:
     source: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. plugins that failed to load
     figures: dict[str, Any] = field(default_factory=dict)  # smoke-train figures, when any
+    training: list[dict] | None = None  # the RLlib trainings found on a live cluster
 
     @property
     def findings(self) -> list[Finding]:

@@ -15,7 +15,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from rldoctor.model import Finding, Severity
+from rldoctor.model import Finding, Note, Severity
 
 CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -29,7 +29,10 @@ BUILTIN_MODULES = (
     "rldoctor.checks.serialization",
     "rldoctor.checks.workers",
     "rldoctor.checks.training",
+    "rldoctor.checks.training_live",
+    "rldoctor.checks.code",
 )
+LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
 
 
 @dataclass
@@ -102,6 +105,12 @@ def fail(subject: str, message: str, evidence: dict | None = None, fix: str = ""
     return Finding("", Severity.FAIL, subject, message, evidence or {}, fix)
 
 
+def note(subject: str, message: str, evidence: dict | None = None) -> Note:
+    """Not a finding: what a check examined and let go (a node slow once, fine when measured
+    again). It goes into the check's detail and the report's `checks[].notes`."""
+    return Note(subject, message, evidence or {})
+
+
 def _checks_in(obj: Any) -> list[Check]:
     if isinstance(obj, Check):
         return [obj]
@@ -120,10 +129,13 @@ class Registry:
     def by_code(self) -> dict[str, Check]:
         return {c.code: c for c in self.checks}
 
-    def select(self, only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[Check]:
+    def select(self, only: Iterable[str] = (), skip: Iterable[str] = (),
+               lint: bool = False) -> list[Check]:
+        """The checks to run: the `code` area's for `rldoctor lint`, all the others otherwise."""
         only, skip = set(only), set(skip)
         return [c for c in self.checks
-                if (not only or c.code in only or c.name in only) and c.code not in skip
+                if (c.area == LINT_AREA) == lint
+                and (not only or c.code in only or c.name in only) and c.code not in skip
                 and c.name not in skip]
 
 

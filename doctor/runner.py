@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from rldoctor.model import CheckResult, Finding
+from rldoctor.model import CheckResult, Finding, Note
 from rldoctor.registry import Check
 from rldoctor.snapshot import Snapshot
 
@@ -14,19 +14,30 @@ DEFAULT_CHECK_TIMEOUT_S = 10.0
 
 
 def _missing_data(check: Check, snap: Snapshot) -> tuple[str, str] | None:
-    """(status, reason) when the snapshot lacks a section the check needs."""
-    for section in check.requires:
-        if snap.has(section):
+    """(status, reason) when the snapshot lacks a section the check needs.
+
+    A requirement "a|b" is met by either section; when neither is there, the check is
+    skipped with both reasons (an error only when every one of them failed).
+    """
+    for requirement in check.requires:
+        alternatives = requirement.split("|")
+        if any(snap.has(section) for section in alternatives):
             continue
-        collector = snap.collector(section)
-        state = collector.get("status")
-        reason = collector.get("error") or collector.get("reason")
-        if state in ("error", "timeout"):
-            return "error", f"collecting '{section}' failed: {reason or state}"
-        if reason:
-            return "skipped", f"no '{section}' data: {reason}"
-        return "skipped", f"the snapshot has no '{section}' data"
+        missing = [_why_missing(snap, section) for section in alternatives]
+        status = "error" if all(state == "error" for state, _ in missing) else "skipped"
+        return status, "; ".join(reason for _, reason in missing)
     return None
+
+
+def _why_missing(snap: Snapshot, section: str) -> tuple[str, str]:
+    collector = snap.collector(section)
+    state = collector.get("status")
+    reason = collector.get("error") or collector.get("reason")
+    if state in ("error", "timeout"):
+        return "error", f"collecting '{section}' failed: {reason or state}"
+    if reason:
+        return "skipped", f"no '{section}' data: {reason}"
+    return "skipped", f"the snapshot has no '{section}' data"
 
 
 def _status_of(findings: list[Finding]) -> str:
@@ -62,16 +73,20 @@ def run_check(check: Check, snap: Snapshot, params: dict[str, Any] | None = None
         exc = outcome["error"]
         return CheckResult(check.code, check.name, "error", duration,
                            f"{type(exc).__name__}: {exc}", origin=check.origin)
-    findings = []
+    findings, notes = [], []
     for f in outcome.get("findings", []):
+        if isinstance(f, Note):
+            notes.append(f)
+            continue
         if not isinstance(f, Finding):
             return CheckResult(check.code, check.name, "error", duration,
                                f"returned {type(f).__name__}, not a Finding", origin=check.origin)
         f.code = f.code or check.code
         findings.append(f)
-    return CheckResult(check.code, check.name, _status_of(findings), duration,
-                       f"{len(findings)} finding(s)" if findings else "", findings,
-                       origin=check.origin)
+    detail = "; ".join(([f"{len(findings)} finding(s)"] if findings else [])
+                       + [n.message for n in notes])
+    return CheckResult(check.code, check.name, _status_of(findings), duration, detail, findings,
+                       origin=check.origin, notes=notes)
 
 
 def run_checks(checks: Iterable[Check], snap: Snapshot,

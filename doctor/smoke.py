@@ -280,7 +280,6 @@ class _Cluster:
         from rldoctor.collect import connect
 
         started = time.monotonic()
-        connect.prepare_auth_env()
         explicit = self.address and self.address not in ("auto", "local")
         if explicit or os.environ.get("RAY_ADDRESS"):
             self.resolved = connect.resolve(self.address)
@@ -297,13 +296,13 @@ class _Cluster:
     def _start_local(self):
         import secrets
 
-        from rldoctor.collect import connect
+        from rldoctor.collect.auth import find_token
 
         # Ray 2.60 starts local instances with token auth and, without a token at hand,
         # writes a new one to ~/.ray/auth_token. Give this private instance a token of its
         # own in the environment instead (ray.init then turns token mode on by itself).
         if os.environ.get("RAY_AUTH_MODE", "token").lower() == "token" \
-                and not connect._token_available():
+                and find_token()[0] is None:
             os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         import logging

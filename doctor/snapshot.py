@@ -96,8 +96,12 @@ def validate(data: Any, origin: str) -> Snapshot:
 
 
 def load(path: str | os.PathLike) -> Snapshot:
-    """Read and validate a snapshot file; every failure is one line, exit 3."""
+    """Read and validate a snapshot file (or an incident bundle); every failure is one line, exit 3."""
     origin = str(path)
+    from rldoctor.bundle import reader as bundles
+
+    if bundles.is_bundle(path):
+        return bundles.load(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:

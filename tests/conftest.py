@@ -76,6 +76,63 @@ def wait_for_findings(cluster: LocalCluster, code: str, predicate=lambda finding
         time.sleep(1)
 
 
+class PPOJob:
+    """tests/ppo_job.py running as its own driver against a test cluster (see that file)."""
+
+    def __init__(self, cluster: LocalCluster, *args: str, env: dict | None = None):
+        import threading
+
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "ppo_job.py"), "--address", cluster.address,
+             *args], env=env or cluster.client_env(), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def iterations(self) -> int:
+        return sum(1 for line in self.lines if line.startswith("=> iteration"))
+
+    def wait_for(self, predicate, timeout_s: float = 120, what: str = "progress") -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"PPO job exited {self.proc.returncode} before {what}:\n"
+                                   + "\n".join(self.lines[-40:]))
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"PPO job: no {what} in {timeout_s}s:\n"
+                                   + "\n".join(self.lines[-40:]))
+            time.sleep(0.2)
+
+    def wait_iterations(self, count: int, timeout_s: float = 120) -> None:
+        self.wait_for(lambda job: job.iterations >= count, timeout_s, f"{count} iteration(s)")
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(10)
+
+    def __enter__(self) -> "PPOJob":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
 

@@ -119,6 +119,8 @@ class LocalCluster:
         self.temp_dir.mkdir()
         self.scratch = self.root / "scratch"
         self.scratch.mkdir()
+        self.home = self.root / "home"
+        self.home.mkdir()
         self.token_path = self.root / "auth_token"
         self.token = secrets.token_hex(24)
         self.token_path.write_text(self.token)
@@ -145,6 +147,7 @@ class LocalCluster:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("RAY_") and k != MARKER}
         env["RAY_TMPDIR"] = str(self.root)
+        env["HOME"] = str(self.home)  # never the real ~/.ray or ~/ray_results
         if self.token_auth:
             env["RAY_AUTH_MODE"] = "token"
             env["RAY_AUTH_TOKEN_PATH"] = str(self.token_path)
@@ -322,10 +325,49 @@ def demo() -> int:
               f"running: rldoctor check --address {cluster.address}\n", flush=True)
         code = subprocess.call([str(BIN / "rldoctor"), "check", "--address", cluster.address],
                                env=cluster.client_env())
-        print(f"\nrldoctor exited {code}; stopping the cluster", flush=True)
+        print(f"\nrldoctor exited {code}", flush=True)
+        if code == 0:
+            code = _demo_hung_runner(cluster)
+        print(f"\nstopping the cluster ({time.monotonic() - started:.0f}s in all)", flush=True)
         return code
     finally:
         cluster.stop()
+
+
+def _demo_hung_runner(cluster: LocalCluster) -> int:
+    """A user's PPO job whose env runner 1 blocks forever in env.step(), then the check."""
+    import json
+
+    print("\nstarting a PPO job (tests/ppo_job.py: 2 env runners, runner 1's env blocks forever "
+          "in step()) and checking again once the stuck call is past RLD605's 20 s floor ...",
+          flush=True)
+    job = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ppo_job.py")),
+                            "--address", cluster.address, "--runners", "2", "--hang-runner", "1"],
+                           env=cluster.client_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and job.poll() is None:
+            quiet = subprocess.run([str(BIN / "rldoctor"), "check", "--address", cluster.address,
+                                    "--only", "RLD605", "--format", "json"],
+                                   env=cluster.client_env(), capture_output=True, text=True)
+            try:
+                if any(f["code"] == "RLD605" for f in json.loads(quiet.stdout)["findings"]):
+                    break
+            except (ValueError, KeyError):
+                pass
+            time.sleep(3)
+        print(f"running: rldoctor check --address {cluster.address}\n", flush=True)
+        code = subprocess.call([str(BIN / "rldoctor"), "check", "--address", cluster.address],
+                               env=cluster.client_env())
+        print(f"\nrldoctor exited {code} (1: it found the stuck runner)", flush=True)
+        return 0 if code == 1 else 1
+    finally:
+        try:
+            os.killpg(job.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        job.wait()
 
 
 if __name__ == "__main__":

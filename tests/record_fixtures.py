@@ -127,9 +127,79 @@ def record_network_delayed() -> None:
         collect(cluster, "network-delayed")
 
 
+def _wait_for_call_age(cluster: LocalCluster, seconds: float, timeout_s: float = 120) -> None:
+    from conftest import check_json
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        trainings = check_json(cluster).json().get("training") or []
+        ages = [m.get("call_age_s") or 0 for t in trainings for m in t["runners"]]
+        if ages and max(ages) >= seconds:
+            return
+        time.sleep(2)
+    raise TimeoutError(f"no runner call reached {seconds}s")
+
+
+def record_trainings() -> None:
+    """training-healthy, training-hung, training-lost: PPO jobs (tests/ppo_job.py) as
+    their own drivers on a 3-node cluster: healthy; one runner stuck in env.step();
+    one runner SIGKILLed with restarts off."""
+    import os
+    import signal
+
+    from conftest import PPOJob
+
+    with three_nodes() as cluster:
+        with PPOJob(cluster, "--runners", "2", "--no-restarts") as job:
+            job.wait_iterations(3)
+            doc = collect(cluster, "training-healthy")
+            victim = doc["training"]["trainings"][0]["runners"][0]["pid"]
+            os.kill(victim, signal.SIGKILL)
+            time.sleep(3)
+            collect(cluster, "training-lost")
+        with PPOJob(cluster, "--runners", "2", "--hang-runner", "1"):
+            _wait_for_call_age(cluster, 30)
+            collect(cluster, "training-hung")
+
+
+def record_runs() -> None:
+    """fixtures/runs/: four real Tune trials of tests/ppo_job.py --grid (lr 1e-3 or 0, rewards
+    real or NaN), their result.json rows cut to the first 25 and their configs to the
+    training settings."""
+    import shutil
+
+    from conftest import PPOJob
+
+    out = FIXTURES / "runs"
+    names = {("False", "0.0010"): "healthy", ("False", "0.0000"): "lr0",
+             ("True", "0.0010"): "nan-rewards", ("True", "0.0000"): "nan-rewards-lr0"}
+    with tempfile.TemporaryDirectory() as storage, three_nodes() as cluster:
+        with PPOJob(cluster, "--runners", "0", "--tune", storage, "--name", "grid", "--grid",
+                    "--iterations", "25") as job:
+            job.wait_for(lambda j: any(line.startswith("=> done") for line in j.lines), 300)
+        for trial in (Path(storage) / "grid").iterdir():
+            if not trial.is_dir():
+                continue
+            key = (trial.name.split("nan_rewards=")[1].split(",")[0],
+                   trial.name.split("lr=")[1].split("_")[0])
+            target = out / names[key]
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            rows = []
+            for line in (trial / "result.json").read_text().splitlines()[:25]:
+                row = json.loads(line)
+                row["config"] = {k: v for k, v in row["config"].items()
+                                 if k in ("env", "lr", "num_env_runners", "minibatch_size",
+                                          "num_epochs", "train_batch_size_per_learner")}
+                rows.append(json.dumps(row))
+            (target / "result.json").write_text("\n".join(rows) + "\n")
+            print(f"recorded {target.relative_to(HERE.parent)}")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
-             "network-delayed": record_network_delayed}
+             "network-delayed": record_network_delayed, "trainings": record_trainings,
+             "runs": record_runs}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

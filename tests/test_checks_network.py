@@ -91,3 +91,109 @@ def test_rld203_zone_label_is_settable():
     for node in data["nodes"]:
         node["labels"]["topology.example.com/rack"] = "r1"
     assert run(cross_zone_spread, data, zone_label="topology.example.com/rack") == []
+
+
+# -- a node is reported only when it stays slow; the bars follow the measurement's noise ----
+
+def _run_result(check, data, **params):
+    from rldoctor.runner import run_check
+
+    return run_check(check, Snapshot(data), params)
+
+
+def _with_recheck(data: dict, node_id: str, over_ms: float) -> dict:
+    data = copy.deepcopy(data)
+    net = data["network"]
+    base = net["nodes"][net["baseline_node_id"]]["p50_ms"]
+    net["nodes"][node_id]["recheck"] = {
+        "status": "ok", "peer_node_id": net["baseline_node_id"], "p50_ms": base + over_ms,
+        "peer_p50_ms": base, "samples_ms": [base + over_ms] * 12, "peer_samples_ms": [base] * 12}
+    return data
+
+
+def _with_samples(data: dict, spread_ms: float) -> dict:
+    """Give every node 20 raw samples around its p50 that wander by `spread_ms`."""
+    data = copy.deepcopy(data)
+    for entry in data["network"]["nodes"].values():
+        p50 = entry["p50_ms"]
+        entry["samples_ms"] = [p50 - spread_ms / 2 + spread_ms * i / 19 for i in range(20)]
+    return data
+
+
+def test_rld201_node_slow_once_but_fine_when_measured_again_is_a_note_not_a_finding():
+    node = HEALTHY["nodes"][2]["node_id"]
+    data = _with_recheck(with_latency(HEALTHY, node, 8), node, 0.3)
+    result = _run_result(high_network_latency, data)
+    assert result.findings == [] and result.status == "ok"
+    [note] = result.notes
+    assert note.subject == f"node:{node}"
+    assert "measured again" in note.message and "not reported" in note.message
+    assert note.evidence["recheck"]["samples_ms"] and note.evidence["over_baseline_ms"] == 8
+    assert "not reported" in result.detail
+
+
+def test_rld201_node_that_stays_slow_is_reported_at_the_lower_of_both_levels():
+    node = HEALTHY["nodes"][2]["node_id"]
+    data = _with_recheck(with_latency(HEALTHY, node, 25), node, 8)
+    [finding] = run(high_network_latency, data)
+    assert finding.severity is Severity.WARN
+    assert finding.evidence["remeasured"] is True and finding.evidence["recheck"]["p50_ms"]
+    assert "measured again beside the baseline: 8.0 ms over" in finding.message
+    data = _with_recheck(with_latency(HEALTHY, node, 25), node, 24)
+    [finding] = run(high_network_latency, data)
+    assert finding.severity is Severity.FAIL
+
+
+def test_rld201_without_a_second_look_judges_the_survey_and_says_so():
+    node = HEALTHY["nodes"][2]["node_id"]
+    [finding] = run(high_network_latency, with_latency(HEALTHY, node, 8))
+    assert finding.severity is Severity.WARN and finding.evidence["remeasured"] is False
+
+
+def test_rld201_a_noisy_cluster_raises_the_bar_and_a_quiet_one_keeps_it_low():
+    node = HEALTHY["nodes"][2]["node_id"]
+    slow = with_latency(HEALTHY, node, 8)
+    quiet, busy = _with_samples(slow, 0.4), _with_samples(slow, 6.0)
+    [finding] = run(high_network_latency, quiet)
+    assert finding.evidence["bars_ms"]["warn_ms"] < 6
+    assert run(high_network_latency, busy) == []  # 8 ms over is inside a 6 ms jitter's bar
+    assert run(high_network_latency, busy, noise_factor=0)  # the fixed bar alone would report it
+
+
+def _with_transfer_recheck(data: dict, node_id: str, mine: float, peer: float) -> dict:
+    data = copy.deepcopy(data)
+    data["network"]["nodes"][node_id]["transfer_recheck"] = {
+        "status": "ok", "peer_node_id": "peer", "best_mib_s": mine, "peer_best_mib_s": peer,
+        "mib_s": [mine] * 3, "peer_mib_s": [peer] * 3}
+    return data
+
+
+def test_rld202_node_slow_once_but_fine_when_measured_again_is_a_note():
+    data = _with_transfer_recheck(SNAP, SLOW_CHUNKS, 300, 320)
+    result = _run_result(slow_object_transfer, data)
+    assert result.findings == []
+    [note] = result.notes
+    assert note.subject == f"node:{SLOW_CHUNKS}" and "not reported" in note.message
+    assert note.evidence["recheck"]["mib_s"] == [300] * 3
+
+
+def test_rld202_node_that_stays_slow_is_reported_with_every_sample():
+    data = _with_transfer_recheck(SNAP, SLOW_CHUNKS, 37, 400)
+    [finding] = run(slow_object_transfer, data)
+    assert finding.severity is Severity.WARN and finding.evidence["remeasured"] is True
+    assert finding.evidence["recheck"]["peer_mib_s"] == [400] * 3
+    assert "measured again beside a peer: 37 vs 400 MiB/s" in finding.message
+
+
+def test_rld202_pulls_that_differ_among_themselves_lower_the_bar():
+    data = copy.deepcopy(HEALTHY)
+    nodes = data["network"]["nodes"]
+    ids = sorted(nodes)
+    for node_id in ids:
+        nodes[node_id]["bandwidth_mib_s"] = 300.0
+    nodes[ids[0]]["bandwidth_mib_s"] = 60.0  # 20 % of the others
+    assert [f.subject for f in run(slow_object_transfer, data)] == [f"node:{ids[0]}"]
+    for node_id in ids:  # each node's two pulls differ by 60 %: a busy machine
+        best = nodes[node_id]["bandwidth_mib_s"]
+        nodes[node_id]["transfer_samples_mib_s"] = [best, 0.4 * best]
+    assert run(slow_object_transfer, data) == []

@@ -89,8 +89,16 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
         "demands = private.resource_demands(ray.get_runtime_context().gcs_address, 5)\n"
         "stats = {n['NodeID']: private.raylet_node_stats(n['NodeManagerAddress'], "
         "n['NodeManagerPort'], 5) for n in ray.nodes()}\n"
-        "print('=>', json.dumps({'per_node': per_node, 'demands': demands, 'stats': stats}))\n"))
+        "import os\n"
+        "modes = [private.auth_mode_in_effect()]\n"
+        "os.environ['RAY_AUTH_MODE'] = 'disabled'; private.refresh_auth_config()\n"
+        "modes.append(private.auth_mode_in_effect())\n"
+        "os.environ['RAY_AUTH_MODE'] = 'token'; private.refresh_auth_config()\n"
+        "modes.append(private.auth_mode_in_effect())\n"
+        "print('=>', json.dumps({'per_node': per_node, 'demands': demands, 'stats': stats, "
+        "'modes': modes}))\n"))
     found = json.loads(out.strip())
+    assert found["modes"] == ["token", "disabled", "token"]  # refresh_auth_config takes effect
     assert set(found["stats"]) == {n.node_id for n in cluster3.nodes}
     for stats in found["stats"].values():
         assert stats["store"]["object_store_bytes_avail"] == 100 * 2**20  # the capacity

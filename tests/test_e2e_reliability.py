@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import RLDOCTOR, run_rldoctor
+from conftest import RLDOCTOR, PPOJob, run_rldoctor
 from localcluster import LocalCluster, NodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -120,6 +120,20 @@ def test_more_than_100_actors_are_all_seen(cluster, tmp_path):
                        "    ray.kill(ray.get_actor(f'w{i}', namespace='many'))\n")
 
 
+def test_check_while_a_ppo_job_keeps_every_cpu_busy_gives_no_network_finding(cluster):
+    """Three env runners fill the cluster's three CPUs (on a 2-core host) and the learner
+    trains in the driver: latency and bandwidth jitter, but no link is slow."""
+    with PPOJob(cluster, "--runners", "3") as job:
+        job.wait_iterations(2)
+        for _ in range(2):
+            result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
+                                  env=cluster.client_env())
+            assert result.code in (0, 1), result
+            assert result.findings("RLD201") == [] and result.findings("RLD202") == [], result
+            assert [f for f in result.findings() if f["code"].startswith("RLD1")] == [], result
+        assert job.proc.poll() is None and job.iterations > 2
+
+
 def test_node_killed_while_probing_is_reported_without_hanging(cluster):
     victim = cluster.nodes[2]
     proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address, "--format", "json"],
@@ -157,3 +171,4 @@ def test_no_dashboard_runs_what_the_gcs_can_and_skips_the_rest_with_the_way_out(
     for code in ("RLD401", "RLD402", "RLD403"):
         assert statuses[code]["status"] == "skipped", statuses[code]
         assert "--include-dashboard=True" in statuses[code]["detail"]
+

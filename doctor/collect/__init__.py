@@ -112,6 +112,18 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet) -> None:
             doc[section] = split(fleet)
 
 
+def _trainings(doc: dict, sources, fleet, budget) -> dict:
+    """The RLlib trainings on the cluster, then a closer look at their long calls."""
+    from rldoctor.collect import training
+
+    if doc.get("actors") is None:
+        raise Unavailable("no actor list: " + (doc["collectors"].get("actors") or {}).get(
+            "reason", (doc["collectors"].get("actors") or {}).get("error", "not collected")))
+    section = training.assemble(doc["actors"], sources.result(), doc.get("nodes"))
+    training.look_closer(section, doc.get("cluster"), fleet, budget)
+    return section
+
+
 def _alive_ids(doc: dict) -> list[str]:
     if doc.get("nodes") is not None:
         return [n["node_id"] for n in doc["nodes"] if n.get("alive")]
@@ -128,11 +140,10 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     collected and while the probe fleet is still up (the incident bundle reads logs and
     stacks through it); an extra that raises costs only what it would have added.
     """
-    from rldoctor.collect import actors, demands, nodes, objectstore, versions
+    from rldoctor.collect import actors, demands, nodes, objectstore, training, versions
     from rldoctor.collect import cluster as cluster_facts
     from rldoctor.collect.fleet import Fleet
 
-    connect.prepare_auth_env()
     budget = Budget(timeout_s)
     with quiet_ray() as ray_log:
         resolved = connect.resolve(address)
@@ -147,23 +158,27 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
                 doc["collectors"][section] = {"status": "error",
                                               "error": "the driver could not join (Ray version mismatch)"}
             return doc
+        doc.setdefault("notes", []).extend(conn.auth.notes)
         try:
             _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
             _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
             fleet = Fleet()
             try:
                 fleet.start(_alive_ids(doc))  # probe workers start while the state API answers
-                with ThreadPoolExecutor(max_workers=3) as pool:
+                with ThreadPoolExecutor(max_workers=4) as pool:
                     side = [pool.submit(_run_section, doc, name, func) for name, func in (
                         ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
                         ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
                         ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
                     )]
+                    sources = pool.submit(training.fetch_sources, conn, budget, doc.get("cluster"),
+                                          doc.get("nodes"))
                     _run_section(doc, "object_store",
                                  lambda: objectstore.collect(conn, budget, doc.get("nodes")))
                     _collect_from_fleet(doc, conn, budget, fleet)
                     for future in side:
                         future.result()
+                _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
                 for extra in extras:
                     try:
                         extra(conn, budget, fleet, doc)
@@ -174,6 +189,12 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
                 fleet.shutdown()
         finally:
             connect.leave()
+    others = (doc.get("actors") or {}).get("other_rldoctor_runs")
+    if others:
+        doc.setdefault("notes", []).append(
+            f"{len(others)} other rldoctor run(s) were probing this cluster at the same time "
+            f"({', '.join(others)}); this run went on beside them, and any node that looked "
+            "slow was measured again, interleaved with a healthy peer, before being reported")
     for section, reason in NOT_FROM_A_LIVE_CLUSTER.items():
         doc["collectors"].setdefault(section, {"status": "unavailable", "reason": reason})
     return doc
@@ -184,4 +205,5 @@ NOT_FROM_A_LIVE_CLUSTER = {
     "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
     "smoke": "run `rldoctor smoke-train` to train on the cluster",
     "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
+    "runs": "give --run PATH (a Tune trial or experiment directory) to judge a run's results",
 }

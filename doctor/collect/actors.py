@@ -47,9 +47,11 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
                        raise_on_missing_output=False)
     summary = summarize_actors(address=address, timeout=timeout, raise_on_missing_output=False)
     total = int(((summary or {}).get("cluster") or {}).get("total_actors") or len(rows))
-    items = []
+    items, other_runs = [], set()
     for a in rows:
         if (a.ray_namespace or "").startswith(OWN_NAMESPACE_PREFIX):
+            if a.ray_namespace != conn.namespace and a.state == "ALIVE":
+                other_runs.add(a.ray_namespace)  # another rldoctor probing at the same time
             continue  # rldoctor's own probes are not the patient
         items.append({
             "actor_id": a.actor_id,
@@ -62,6 +64,7 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
             "ray_namespace": a.ray_namespace,
             "is_detached": a.is_detached,
             "repr_name": a.repr_name or "",
+            "placement_group_id": a.placement_group_id or None,
             "num_restarts": int(a.num_restarts or 0),
             "num_restarts_due_to_node_preemption": int(a.num_restarts_due_to_node_preemption or 0),
             "death_cause": _death_cause(a.death_cause),
@@ -69,7 +72,8 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
         })
     _add_pid_history(address, budget, items)
     return {"items": items, "listed": len(rows), "total": total,
-            "truncated": len(rows) < total or len(rows) >= MAX_ROWS}
+            "truncated": len(rows) < total or len(rows) >= MAX_ROWS,
+            "other_rldoctor_runs": sorted(other_runs)}
 
 
 MAX_HISTORIES = 20

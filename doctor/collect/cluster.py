@@ -20,7 +20,8 @@ def collect(conn, budget) -> dict:
         "ray_version": ray.__version__,
         "dashboard_url": conn.dashboard_url,
         "state_api": False,
-        "auth_mode": "token" if conn.auth_token_in_use else "unknown",
+        "auth_mode": conn.auth.cluster if conn.auth.cluster != "unknown" else "unknown",
+        "client_auth": conn.auth.to_json(),
         "namespace_used_by_rldoctor": conn.namespace,
     }
     if conn.dashboard_url:

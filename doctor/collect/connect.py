@@ -13,6 +13,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from rldoctor.collect.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
 
 CONNECT_TIMEOUT_S = 10.0
@@ -26,26 +27,11 @@ class Connection:
     gcs_address: str
     dashboard_url: str | None
     namespace: str
-    auth_token_in_use: bool
+    auth: AuthDecision
 
-
-def _token_available() -> bool:
-    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
-        return True
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
-    return os.path.isfile(path)
-
-
-def prepare_auth_env() -> bool:
-    """Use token auth when a token is at hand and the user did not choose a mode.
-
-    Must run before ray is imported: Ray reads RAY_AUTH_MODE once, at start.
-    """
-    mode = os.environ.get("RAY_AUTH_MODE")
-    if mode is None and _token_available():
-        os.environ["RAY_AUTH_MODE"] = "token"
-        return True
-    return (mode or "").lower() == "token"
+    @property
+    def auth_token_in_use(self) -> bool:
+        return self.auth.mode == "token"
 
 
 def resolve(address: str | None) -> str:
@@ -108,8 +94,12 @@ def _auth_refused(ray_log: str | None) -> bool:
 
 
 def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None = None) -> Connection:
-    """ray.init against `address`, bounded by `timeout_s` even if the peer never answers."""
+    """ray.init against `address`, bounded by `timeout_s` even if the peer never answers.
+
+    The auth mode is the cluster's own, learned before Ray is set up (rldoctor.collect.auth).
+    """
     reachable(address)
+    auth = decide(address)
     namespace = f"rldoctor-{uuid.uuid4().hex[:12]}"
     outcome: dict = {}
 
@@ -144,8 +134,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     gcs = ctx.address_info.get("gcs_address") or address
     dashboard = ctx.dashboard_url or None
     return Connection(address=address, gcs_address=gcs, dashboard_url=dashboard,
-                      namespace=namespace,
-                      auth_token_in_use=os.environ.get("RAY_AUTH_MODE", "").lower() == "token")
+                      namespace=namespace, auth=auth)
 
 
 class VersionMismatch(Exception):

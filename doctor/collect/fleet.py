@@ -12,6 +12,17 @@ from rldoctor.collect import error_line, probes
 PROBE_TIMEOUT_S = 8.0
 
 
+def _rpc_error(exc: BaseException) -> str:
+    """A gRPC error as `CODE: details`, other errors as their first line."""
+    code = getattr(exc, "code", None)
+    if callable(code):
+        try:
+            return f"{code().name}: {(exc.details() or '').strip()[:160]}"
+        except Exception:
+            pass
+    return error_line(exc, 200)
+
+
 class Fleet:
     def __init__(self):
         self.actors: dict[str, object] = {}  # node id -> actor handle (answered the first call)
@@ -67,7 +78,11 @@ class Fleet:
                 raylet_node_stats(*ports[node_id], timeout_s=budget.left(2.0))
                 failure["raylet"] = "answers"
             except Exception as exc:
-                failure["raylet"] = error_line(exc, 200)
+                failure["raylet"] = _rpc_error(exc)
+                if "UNAUTHENTICATED" in failure["raylet"]:
+                    failure["kind"] = "auth"
+                    failure["auth"] = ("its raylet refused rldoctor's credentials (the node runs "
+                                       "in token mode and rldoctor joined without a token)")
 
     def shutdown(self) -> None:
         import ray

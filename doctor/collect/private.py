@@ -83,3 +83,34 @@ def raylet_node_stats(ip: str, port: int, timeout_s: float) -> dict[str, Any]:
               if w.num_owned_objects or w.used_object_store_memory or w.num_in_plasma]
     owners.sort(key=lambda o: (-o["used_object_store_memory"], -o["num_owned_objects"]))
     return {"store": store, "top_owners": owners[:5], "num_workers": reply.num_workers}
+
+
+def http_auth_headers() -> dict[str, str]:
+    """Headers that authenticate an HTTP request to the dashboard when token auth is on.
+
+    What Ray's own state API client sends (ray.util.state builds its headers this way);
+    empty when the cluster does not use token auth. Follows the mode rldoctor joined in
+    (rldoctor.collect.auth.decide).
+    """
+    from ray._private.authentication.http_token_authentication import (
+        get_auth_headers_if_auth_enabled,
+    )
+
+    return dict(get_auth_headers_if_auth_enabled({}) or {})
+
+
+def refresh_auth_config() -> None:
+    """Make an already imported Ray re-read RAY_AUTH_MODE and its token (it reads them at
+    import); what Ray's own CLI does when it switches a process to token mode."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+
+
+def auth_mode_in_effect() -> str:
+    """'token' or 'disabled': the mode this process's Ray core uses now."""
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
+

@@ -22,6 +22,8 @@ def report_document(report: Report) -> dict:
     }
     if report.figures:
         doc["figures"] = report.figures
+    if report.training is not None:
+        doc["training"] = report.training
     return doc
 
 

@@ -15,6 +15,17 @@ def _cell(text: str) -> str:
 def render_markdown(report: Report) -> str:
     out = [f"## rldoctor report: {report.status.upper()}", "",
            f"Source: `{source_line(report).strip()}`  ", summary_line(report), ""]
+    if report.training is not None:
+        from rldoctor.training_view import headline, member_line, not_fine
+
+        out += [f"### Training ({len(report.training)} found)", ""]
+        if not report.training:
+            out.append("No RLlib env runner, learner or algorithm actor on the cluster.")
+        for t in report.training:
+            out.append(f"- {_cell(headline(t))}")
+            out += [f"  - {_cell(member_line(m))}"
+                    for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m)]
+        out.append("")
     out += ["| code | check | status | time | detail |", "|---|---|---|---|---|"]
     for r in report.results:
         out.append(f"| {r.code} | {r.name} | {r.status} | {r.duration_s:.2f}s | {_cell(r.detail)} |")

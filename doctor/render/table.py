@@ -19,6 +19,13 @@ def _wrap(text: str, indent: str) -> str:
 
 def render_table(report: Report) -> str:
     out = [f"rldoctor report for {source_line(report)}", summary_line(report), ""]
+    if report.training is not None:
+        from rldoctor.training_view import block_lines
+
+        lines = block_lines(report.training)
+        out += [f"Training ({len(report.training)} found):"] + \
+            ["  " + line for line in lines or ["none: no RLlib env runner, learner or algorithm "
+                                               "actor on the cluster"]] + [""]
     rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
              textwrap.shorten(r.detail, 70, placeholder=" ...")] for r in report.results]
     out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],

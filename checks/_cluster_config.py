@@ -1,0 +1,332 @@
+"""RLD802: what is wrong with a cluster launcher YAML, explained, with the fix written out.
+
+The collector asked the installed Ray (`prepare_config` + `validate_config`, the
+functions `ray up` runs before it contacts a provider); this module turns
+Ray's errors and warnings into findings at the right line, writes out the
+replacement for legacy `head_node`/`worker_nodes` sections for this very file,
+and adds what Ray does not check: a Ray pinned in the setup commands that is
+not the Ray the client and driver run, `min_workers` that cannot be met,
+`worker_ips` against `max_workers` for on-premise clusters, keys given twice,
+and node types no PPO actor fits on.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+LEGACY = ("head_node", "worker_nodes")
+COMMAND_LISTS = ("initialization_commands", "setup_commands", "head_setup_commands",
+                 "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")
+_RAY_PIN = re.compile(r"""(?<![\w.-])(["']?)ray(\[[^\]\s]*\])?\s*==\s*([0-9][0-9A-Za-z.+-]*)\1""")
+_RAY_WHEEL = re.compile(r"ray-([0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.]*)-cp")
+_RAY_IMAGE = re.compile(r"rayproject/ray(?:-ml)?:([0-9][0-9A-Za-z.]*|latest|nightly)")
+_LOCAL_START_HEAD = "ulimit -c unlimited; ray start --head --port=6379 --autoscaling-config=~/ray_bootstrap_config.yaml"
+_LOCAL_START_WORKER = "ray start --address=$RAY_HEAD_IP:6379"
+
+
+@dataclass
+class Problem:
+    severity: str
+    pointer: str
+    message: str
+    fix: str
+    replacement: str = ""
+    evidence: dict = field(default_factory=dict)
+
+
+def where(doc: dict, pointer: str) -> tuple[int, int]:
+    """(line, column from 1) of a JSON pointer, or of its nearest located ancestor."""
+    locations = doc.get("locations") or {}
+    probe = pointer
+    while probe:
+        if probe in locations:
+            return tuple(locations[probe])
+        probe = probe.rsplit("/", 1)[0]
+    return doc.get("line", 1), 1
+
+
+def _legacy_resources(section: dict) -> dict:
+    for key in ("Resources", "resources"):
+        if isinstance(section.get(key), dict):
+            return section[key]
+    return {}
+
+
+def _start_flags(resources: dict) -> str:
+    flags = []
+    for key, value in resources.items():
+        if key == "CPU":
+            flags.append(f"--num-cpus={value}")
+        elif key == "GPU":
+            flags.append(f"--num-gpus={value}")
+        elif key == "memory":
+            flags.append(f"--memory={value}")
+        elif key == "object_store_memory":
+            flags.append(f"--object-store-memory={value}")
+        else:
+            flags.append(f"--resources='{{\"{key}\": {value}}}'")
+    return " ".join(flags)
+
+
+def legacy_replacement(data: dict, prepared: dict | None) -> str:
+    """The 2.x form of this file's legacy sections, as YAML to paste."""
+    head = data.get("head_node") if isinstance(data.get("head_node"), dict) else {}
+    worker = data.get("worker_nodes") if isinstance(data.get("worker_nodes"), dict) else {}
+    provider = data.get("provider") if isinstance(data.get("provider"), dict) else {}
+    min_workers = worker.get("min_workers", data.get("min_workers"))
+    max_workers = worker.get("max_workers", data.get("max_workers"))
+    if provider.get("type") == "local":
+        ips = provider.get("worker_ips") or []
+        if isinstance(max_workers, int) and ips and max_workers > len(ips):
+            max_workers = len(ips)
+        head_cmds = (prepared or {}).get("head_start_ray_commands") or ["ray stop", _LOCAL_START_HEAD]
+        worker_cmds = (prepared or {}).get("worker_start_ray_commands") or ["ray stop", _LOCAL_START_WORKER]
+        head_flags, worker_flags = _start_flags(_legacy_resources(head)), _start_flags(_legacy_resources(worker))
+        lines = ["# delete head_node and worker_nodes: an on-premise cluster's nodes are "
+                 "provider.head_ip and provider.worker_ips, and Ray counts their CPUs itself"]
+        if min_workers is not None:
+            lines.append(f"min_workers: {min_workers}")
+        if max_workers is not None:
+            lines.append(f"max_workers: {max_workers}")
+        if head_flags:
+            lines.append("head_start_ray_commands:")
+            lines += [f"  - {c}" + (f" {head_flags}" if "ray start" in c else "") for c in head_cmds]
+        if worker_flags:
+            lines.append("worker_start_ray_commands:")
+            lines += [f"  - {c}" + (f" {worker_flags}" if "ray start" in c else "") for c in worker_cmds]
+        return "\n".join(lines)
+    lines = ["head_node_type: head", "available_node_types:", "  head:"]
+    head_config = {k: v for k, v in head.items() if k not in ("Resources", "resources")}
+    lines += [f"    resources: {_flow(_legacy_resources(head))}", f"    node_config: {_flow(head_config)}"]
+    lines += ["  worker:", f"    resources: {_flow(_legacy_resources(worker))}"]
+    worker_config = {k: v for k, v in worker.items()
+                     if k not in ("Resources", "resources", "min_workers", "max_workers")}
+    lines.append(f"    node_config: {_flow(worker_config)}")
+    if min_workers is not None:
+        lines.append(f"    min_workers: {min_workers}")
+    if max_workers is not None:
+        lines.append(f"    max_workers: {max_workers}")
+    return "\n".join(lines)
+
+
+def _flow(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    return str(value)
+
+
+def _commands(data: dict):
+    """(pointer, command) for every shell command the launcher runs."""
+    for key in COMMAND_LISTS:
+        for i, cmd in enumerate(data.get(key) or [] if isinstance(data.get(key), list) else []):
+            if isinstance(cmd, str):
+                yield f"/{key}/{i}", cmd
+    types = data.get("available_node_types")
+    if isinstance(types, dict):
+        for name, spec in types.items():
+            if not isinstance(spec, dict):
+                continue
+            for key in ("initialization_commands", "worker_setup_commands"):
+                for i, cmd in enumerate(spec.get(key) or [] if isinstance(spec.get(key), list) else []):
+                    if isinstance(cmd, str):
+                        yield f"/available_node_types/{name}/{key}/{i}", cmd
+
+
+def _ray_pins(data: dict, ray_version: str) -> list[Problem]:
+    out = []
+    for pointer, cmd in _commands(data):
+        for match in _RAY_PIN.finditer(cmd):
+            pinned = match.group(3)
+            if pinned == ray_version:
+                continue
+            extras = match.group(2) or ""
+            fixed = cmd[:match.start()] + f'"ray{extras}=={ray_version}"' + cmd[match.end():]
+            out.append(Problem(
+                "fail", pointer,
+                f"installs Ray {pinned} on every node (setup commands run on the head too), while "
+                f"this machine runs Ray {ray_version}: the cluster runs another Ray than the client "
+                "that launches it, and a driver started from here fails with \"RuntimeError: "
+                f"Version mismatch: The cluster was started with: Ray: {pinned}\" (RLD102)",
+                f"pin the Ray the client runs: `{fixed}` (quote the requirement: shells such as zsh "
+                "expand the brackets)", fixed, {"pinned": pinned, "client_ray": ray_version}))
+        for match in _RAY_WHEEL.finditer(cmd):
+            if match.group(1) != ray_version:
+                out.append(Problem("fail", pointer, f"installs a Ray {match.group(1)} wheel, while this "
+                                   f"client and the driver run Ray {ray_version}",
+                                   f"install Ray {ray_version} on the nodes", "",
+                                   {"pinned": match.group(1), "client_ray": ray_version}))
+    docker = data.get("docker") if isinstance(data.get("docker"), dict) else {}
+    for key in ("image", "head_image", "worker_image"):
+        image = docker.get(key)
+        match = _RAY_IMAGE.search(image) if isinstance(image, str) else None
+        if not match:
+            continue
+        tag = match.group(1)
+        if tag in ("latest", "nightly"):
+            out.append(Problem("warn", f"/docker/{key}", f"`{image}` floats: the nodes run whatever "
+                               f"Ray that tag points to when they start, not necessarily {ray_version}",
+                               f"pin the image: `rayproject/ray:{ray_version}`",
+                               f"rayproject/ray:{ray_version}", {"image": image}))
+        elif not tag.startswith(ray_version):
+            out.append(Problem("fail", f"/docker/{key}", f"`{image}` runs Ray {tag} on every node, "
+                               f"while this client and the driver run Ray {ray_version}",
+                               f"use `rayproject/ray:{ray_version}`", f"rayproject/ray:{ray_version}",
+                               {"image": image, "client_ray": ray_version}))
+    return out
+
+
+def _workers(data: dict, verdict: dict) -> list[Problem]:
+    out = []
+    provider = data.get("provider") if isinstance(data.get("provider"), dict) else {}
+    warnings = verdict.get("warnings") or []
+
+    def ray_says(word: str) -> str:
+        said = next((w for w in warnings if word in w), "")
+        return f" (`ray up` says: \"{said}\")" if said else ""
+
+    if provider.get("type") == "local" and "coordinator_address" not in provider:
+        ips = provider.get("worker_ips")
+        if isinstance(ips, list):
+            n = len(ips)
+            max_workers = data.get("max_workers")
+            if isinstance(max_workers, int) and max_workers > n:
+                out.append(Problem("warn", "/max_workers",
+                                   f"max_workers is {max_workers} but provider.worker_ips lists {n} "
+                                   f"machine(s): an on-premise cluster only uses the listed machines, "
+                                   f"so at most {n} worker(s) ever join" + ray_says("greater than"),
+                                   f"`max_workers: {n}`, or list {max_workers - n} more machine(s) "
+                                   "in provider.worker_ips", f"max_workers: {n}"))
+            elif isinstance(max_workers, int) and max_workers < n:
+                out.append(Problem("warn", "/max_workers",
+                                   f"max_workers is {max_workers} but provider.worker_ips lists {n} "
+                                   f"machines: only {max_workers} of them join" + ray_says("less than"),
+                                   f"`max_workers: {n}`, or remove the machines you do not want",
+                                   f"max_workers: {n}"))
+            min_workers = data.get("min_workers")
+            if isinstance(min_workers, int) and min_workers > n:
+                out.append(Problem("warn", "/min_workers",
+                                   f"min_workers is {min_workers} but only {n} machine(s) are listed",
+                                   f"`min_workers: {n}`", f"min_workers: {n}"))
+            head = provider.get("head_ip")
+            if head and head in ips:
+                out.append(Problem("fail", "/provider/worker_ips",
+                                   f"the head {head} is also listed in worker_ips: the launcher would "
+                                   "start a second raylet on the head machine",
+                                   "remove the head's address from worker_ips"))
+            duplicates = sorted({ip for ip in ips if ips.count(ip) > 1})
+            if duplicates:
+                out.append(Problem("warn", "/provider/worker_ips",
+                                   f"{', '.join(map(str, duplicates))} listed more than once",
+                                   "list each machine once"))
+    types = data.get("available_node_types")
+    if isinstance(types, dict):
+        total_min = 0
+        for name, spec in types.items():
+            if not isinstance(spec, dict):
+                continue
+            low, high = spec.get("min_workers", 0), spec.get("max_workers")
+            if isinstance(low, int):
+                total_min += low
+            if isinstance(low, int) and isinstance(high, int) and low > high:
+                out.append(Problem("fail", f"/available_node_types/{name}/min_workers",
+                                   f"node type {name}: min_workers {low} is above its max_workers {high}; "
+                                   "the autoscaler can never satisfy both",
+                                   f"`min_workers: {high}` (or raise max_workers)"))
+        top = data.get("max_workers")
+        already = any("sum of `min_workers`" in e.get("message", "") for e in verdict.get("errors") or [])
+        if isinstance(top, int) and total_min > top and not already:
+            out.append(Problem("fail", "/max_workers",
+                               f"the node types' min_workers add up to {total_min}, above max_workers "
+                               f"{top}: Ray refuses it (\"The specified global `max_workers` is smaller "
+                               "than the sum of `min_workers` of all the available node types.\")",
+                               f"`max_workers: {total_min}` or lower the min_workers",
+                               f"max_workers: {total_min}"))
+    return out
+
+
+def _ppo_fit(data: dict) -> list[Problem]:
+    """Node types whose declared resources no PPO actor can use."""
+    out = []
+    types = data.get("available_node_types")
+    if not isinstance(types, dict):
+        return out
+    for name, spec in types.items():
+        resources = spec.get("resources") if isinstance(spec, dict) else None
+        if not isinstance(resources, dict) or "CPU" not in resources:
+            continue
+        cpu, gpu = resources.get("CPU") or 0, resources.get("GPU") or 0
+        if isinstance(cpu, (int, float)) and cpu < 1 and not gpu:
+            out.append(Problem("warn", f"/available_node_types/{name}/resources",
+                               f"node type {name} offers CPU: {cpu} and no GPU: no PPO actor fits on it "
+                               "(the algorithm, every env runner and every learner ask for 1 CPU by "
+                               "default; a GPU learner asks for a GPU)",
+                               "give it at least 1 CPU, or drop the node type"))
+    return out
+
+
+def _unexpected(doc: dict, error: dict) -> list[Problem]:
+    out = []
+    for key in error.get("unexpected") or []:
+        if key in LEGACY:
+            continue
+        pointer = f"{error['pointer']}/{key}"
+        allowed = error.get("allowed") or []
+        near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.7)
+        fix = f"did you mean `{near[0]}`?" if near else "delete it: Ray's schema has no such key here"
+        out.append(Problem("fail", pointer, f"`{key}` is not a cluster config key: `ray up` stops with "
+                           f"\"{error['message']}\"", fix, near[0] if near else "",
+                           {"ray_error": error["message"]}))
+    return out
+
+
+def cluster_problems(doc: dict, ray_version: str) -> list[Problem]:
+    data = doc["data"]
+    verdict = doc.get("cluster") or {}
+    out: list[Problem] = []
+    errors = verdict.get("errors") or []
+    legacy_here = [k for k in LEGACY if k in data and data[k]]
+    if legacy_here:
+        said = [e["message"] for e in errors if any(k in e["message"] for k in LEGACY)]
+        schema = [e["message"] for e in verdict.get("schema_errors") or []
+                  if any(k in e["message"] for k in LEGACY)]
+        words = "; ".join(dict.fromkeys(said + schema)) or "legacy sections"
+        replacement = legacy_replacement(data, verdict.get("prepared"))
+        out.append(Problem("fail", f"/{legacy_here[0]}",
+                           f"legacy {' and '.join(legacy_here)} section(s): `ray up` rejects this file "
+                           f"(\"{words}\")",
+                           "write it the Ray 2.x way:\n" + replacement, replacement,
+                           {"ray_errors": said, "schema_errors": schema}))
+    for error in errors:
+        if any(k in error["message"] for k in LEGACY) and not error.get("unexpected"):
+            continue
+        if error.get("validator") == "additionalProperties":
+            out += _unexpected(doc, error)
+            continue
+        if "sum of `min_workers`" in error["message"]:
+            provider = data.get("provider") if isinstance(data.get("provider"), dict) else {}
+            ips = provider.get("worker_ips")
+            if provider.get("type") == "local" and isinstance(ips, list) and "min_workers" not in data:
+                fix = (f"on premise, min_workers defaults to the number of worker_ips ({len(ips)}): set "
+                       f"`min_workers: {min(len(ips), data.get('max_workers', len(ips)))}` as well, or "
+                       f"`max_workers: {len(ips)}`")
+            else:
+                fix = "raise max_workers to at least the sum of the node types' min_workers"
+            out.append(Problem("fail", "/max_workers", f"`ray up` stops: \"{error['message']}\"", fix))
+            continue
+        out.append(Problem("fail", error.get("pointer") or "",
+                           f"`ray up` stops: \"{error['message']}\"",
+                           "fix the value Ray names; `ray up --no-config-cache` re-checks it",
+                           evidence={"stage": error.get("stage")}))
+    out += _ray_pins(data, ray_version)
+    out += _workers(data, verdict)
+    out += _ppo_fit(data)
+    for dup in doc.get("duplicates") or []:
+        out.append(Problem("warn", dup["pointer"],
+                           f"`{dup['pointer'].rsplit('/', 1)[-1]}` appears twice in one mapping (first on "
+                           f"line {dup['first_line']}); `ray up` silently keeps this later value",
+                           "keep one of them", evidence={"line": dup["line"], "column": dup["column"]}))
+    return out

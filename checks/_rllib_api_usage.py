@@ -1,0 +1,697 @@
+"""Find the rows of the stale-name table (`_rllib_api_table`) in one file's facts.
+
+The facts (`rldoctor.lint.python_facts`) say what is called, assigned and
+imported; this module knows RLlib: which receivers are AlgorithmConfig objects
+(a chain rooted at `PPOConfig()`, `X.get_default_config()`, a name assigned from
+one, or, in a file that uses RLlib, a name such as `config` calling config
+methods), which are Algorithm objects (`config.build_algo()`, `PPO(...)`,
+`Algorithm.from_checkpoint`, in RLlib files names such as `algo` and `trainer`),
+which dicts are dict configs (arguments of
+`tune.run(config=...)`, `Tuner(param_space=...)`, `update_from_dict`,
+`from_dict`, and the names passed there), and which code runs only on the old
+API stack. Each match is a `Usage`: the row, where it is, the message, the
+replacement written out for this call and, for mechanical rows, the edits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from rldoctor.checks._rllib_api_table import CONFIG_METHODS, ROWS, Row
+
+ALGORITHMS = ("PPO", "APPO", "IMPALA", "Impala", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3",
+              "IQL", "TQC")
+CONFIG_CLASSES = {"AlgorithmConfig"} | {f"{a}Config" for a in ALGORITHMS}
+RLLIB_TRAINABLES = set(ALGORITHMS) | {"A2C", "A3C", "PG", "DDPG", "TD3", "APEX", "APEX_DDPG", "ES", "ARS",
+                                      "R2D2", "SimpleQ", "QMIX", "MADDPG", "AlphaZero", "MAML", "SlateQ"}
+_CONFIG_NAME = re.compile(r"(^|_)(config|cfg|conf)$|^(algo|ppo|base|my)_?config", re.I)
+_ALGO_NAME = re.compile(r"(^|_)(algo|algorithm|trainer|agent)s?$", re.I)
+_CALLBACK_BASES = ("DefaultCallbacks", "RLlibCallback", "DefaultCallback")
+_EPISODE_METHODS = ("on_episode_start", "on_episode_step", "on_episode_end", "on_episode_created")
+_OLD_STACK_MARKERS = ("old_api_stack",)
+_NEW_STACK_MARKERS = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2",
+                      "new_api_stack")
+_METRIC_KWARGS = ("metric", "checkpoint_score_attribute", "checkpoint_score_attr")
+_DISTINCTIVE = set(CONFIG_METHODS) | {"exploration", "learner", "update_from_dict"}  # guessed receivers
+_RETURNS_SELF = set(CONFIG_METHODS) | {"copy", "update_from_dict", "exploration"}
+_BY_SHAPE: dict[str, list[Row]] = {}
+for _row in ROWS:
+    _BY_SHAPE.setdefault(_row.shape, []).append(_row)
+TRAINERS = {r.old for r in _BY_SHAPE["name"] if r.old.endswith("Trainer")}  # PPOTrainer, ...
+
+
+def _algorithm_class(name: str) -> bool:
+    return _last(name) in ALGORITHMS or _last(name) in TRAINERS or _last(name) == "Algorithm"
+
+
+@dataclass
+class Usage:
+    row: Row
+    span: list[int]
+    message: str
+    replacement: str
+    severity: str
+    edits: list[dict] = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+
+
+def _last(name: str | None) -> str:
+    return (name or "").split(".")[-1]
+
+
+def _q(value) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _edit(span: list[int], old: str, new: str) -> dict:
+    return {"line": span[0], "col": span[1], "end_line": span[2], "end_col": span[3],
+            "old": old, "new": new}
+
+
+class FileUsages:
+    """All stale usages in one file (a `lint.files[]` record with `python` facts)."""
+
+    def __init__(self, record: dict):
+        self.record = record
+        self.facts = record["python"]
+        self.calls = self.facts["calls"]
+        self.by_chain: dict[int, list[dict]] = {}
+        for call in self.calls:
+            self.by_chain.setdefault(call["chain"], []).append(call)
+        self._inner: dict[int, tuple[list[dict], int]] = {}  # call id -> (chain innermost first, index)
+        for chain in self.by_chain.values():
+            inner = list(reversed(chain))
+            for i, call in enumerate(inner):
+                self._inner[call["id"]] = (inner, i)
+        self._is_config: dict[tuple[int, bool], bool] = {}
+        self.old_stack_file = any(m in record["path"] for m in _OLD_STACK_MARKERS)
+        self.imports = self.facts["imports"]
+        self.aliases = {}  # local name -> module or module.name it stands for
+        for imp in self.imports:
+            if imp["name"] is None:
+                local = imp["asname"] or imp["module"].split(".")[0]
+                self.aliases[local] = imp["module"] if imp["asname"] else local
+            else:
+                self.aliases[imp["asname"] or imp["name"]] = f"{imp['module']}.{imp['name']}"
+        self.star_import = any(imp["name"] == "*" for imp in self.imports)
+        self.switch_offs = [c for c in self.calls if c["name"] == "api_stack" and any(
+            kw["name"] == "enable_rl_module_and_learner" and kw["value"] is False for kw in c["kwargs"])]
+        self.rllib_file = self._mentions_rllib()
+        self.config_names = self._config_names()
+        self.algo_names = self._algo_names()
+        self.out: list[Usage] = []
+
+    # -- what things are ----------------------------------------------------------------------
+    def _resolve(self, dotted: str | None) -> str:
+        if not dotted:
+            return ""
+        head, _, rest = dotted.partition(".")
+        full = self.aliases.get(head, head)
+        return f"{full}.{rest}" if rest else full
+
+    def _mentions_rllib(self) -> bool:
+        """Is this RLlib code at all (so that a name such as `config` may be an AlgorithmConfig)?"""
+        if any(imp["module"].startswith("ray.rllib") for imp in self.imports):
+            return True
+        names = {r.old for r in _BY_SHAPE["name"]} | CONFIG_CLASSES
+        if any(f["name"] in names for f in self.facts["free_names"]):
+            return True
+        return any(call["method"] in ("rollouts", "env_runners", "fault_tolerance", "rl_module",
+                                      "api_stack", "learners") for call in self.calls)
+
+    def rllib_trainable(self, call: dict) -> bool:
+        """Does this tune.run(...) / Tuner(...) train an RLlib algorithm?"""
+        first = call["args"][0] if call["args"] else next(
+            (kw for kw in call["kwargs"] if kw["name"] in ("run_or_experiment", "trainable")), None)
+        if first is None:
+            return False
+        if first["literal"]:
+            return isinstance(first["value"], str) and first["value"] in RLLIB_TRAINABLES
+        name = first.get("name") or first.get("call_func") or ""
+        resolved = self._resolve(name)
+        return (resolved.startswith("ray.rllib") or _algorithm_class(name)
+                or _last(name) in ("algo_class", "get_trainable_cls"))
+
+    def trains_rllib(self, call: dict | None) -> bool:
+        """Do results of this call come from RLlib? tune.run/Tuner by their trainable,
+        RunConfig/TuneConfig/CheckpointConfig by the Tuner they are passed to, else the file."""
+        seen = 0
+        while call is not None and seen < 4:
+            name = _last(call["func"]) if call["func"] else ""
+            if name in ("run", "run_experiments", "Tuner"):
+                return self.rllib_trainable(call)
+            parent = call.get("arg_of")
+            call = self.calls[parent["call"]] if parent else None
+            seen += 1
+        return self.rllib_file
+
+    def _config_like(self, name: str | None, call: dict | None = None) -> bool:
+        """A name such as `config` or `ppo_config` calling an AlgorithmConfig builder method."""
+        if not name or not self.rllib_file or not _CONFIG_NAME.search(_last(name)):
+            return False
+        return call is None or call["name"] in _DISTINCTIVE
+
+    def _inner_first(self, call: dict) -> tuple[list[dict], int]:
+        return self._inner.get(call["id"], ([call], 0))
+
+    def receiver_is_config(self, call: dict, strict: bool = False, names: set[str] | None = None) -> bool:
+        """Is `call` a method called on an AlgorithmConfig? `strict`: only when that is proven
+        (a config class, a name assigned from one), not guessed from a name like `config`."""
+        if call["method"] is None:
+            return False
+        names = self.config_names if names is None else names
+        calls, i = self._inner_first(call)
+        if i == 0:
+            root = call["root"]
+            return root in names or (not strict and self._config_like(root, call))
+        return self.produces_config(calls[i - 1], strict, names)
+
+    def produces_config(self, call: dict, strict: bool = False, names: set[str] | None = None) -> bool:
+        """Does `call` return an AlgorithmConfig (`PPOConfig()`, `.training(...)`, `.copy()`)?"""
+        if call["method"] is None:
+            return _last(self._resolve(call["func"])) in CONFIG_CLASSES
+        if call["name"] == "get_default_config":
+            return True
+        if call["name"] in ("from_dict", "from_state") and _last(call["receiver"]) in CONFIG_CLASSES:
+            return True
+        if call["name"] in _RETURNS_SELF:
+            return self.receiver_is_config(call, strict, names)
+        return False
+
+    def _config_names(self) -> set[str]:
+        names: set[str] = set()
+        for _ in range(3):
+            for a in self.facts["assignments"]:
+                if a["kind"] == "call" and self.produces_config(self.calls[a["call"]], True, names):
+                    names.add(a["target"])
+                elif a["kind"] == "name" and a.get("name") in names:
+                    names.add(a["target"])
+        return names
+
+    def _algo_names(self) -> set[str]:
+        names: set[str] = set()
+        for a in self.facts["assignments"]:
+            if a["kind"] != "call":
+                continue
+            call = self.calls[a["call"]]
+            resolved = self._resolve(call["func"])
+            if call["name"] in ("build", "build_algo") and self.receiver_is_config(call):
+                names.add(a["target"])
+            elif call["method"] is None and (_algorithm_class(resolved) or resolved.startswith("ray.rllib")):
+                names.add(a["target"])
+            elif call["name"] == "from_checkpoint":
+                names.add(a["target"])
+        return names
+
+    def is_config(self, call: dict) -> bool:
+        key = (call["id"], False)
+        if key not in self._is_config:
+            self._is_config[key] = self.receiver_is_config(call)
+        return self._is_config[key]
+
+    def is_algo(self, receiver: str | None) -> bool:
+        if not receiver:
+            return False
+        return receiver in self.algo_names or (self.rllib_file and bool(_ALGO_NAME.search(_last(receiver))))
+
+    def algorithm_of(self, call: dict) -> str | None:
+        for c in self.by_chain.get(call["chain"], []):
+            root = _last(c["root_call"])
+            if root.endswith("Config") and root != "AlgorithmConfig":
+                return root[:-len("Config")].upper()
+        return None
+
+    # -- old API stack ------------------------------------------------------------------------
+    @staticmethod
+    def _conditions_old(conditions: list[dict]) -> bool:
+        for cond in conditions:
+            test = cond["test"]
+            if any(m in test for m in _OLD_STACK_MARKERS) and cond["positive"]:
+                return True
+            if any(m in test for m in _NEW_STACK_MARKERS) and not cond["positive"]:
+                return True
+        return False
+
+    def _chain_old(self, chain: int | None, receiver: str | None, conditions: list[dict]) -> bool:
+        """Does this chain, or the config it works on, switch the new API stack off (where the
+        switch-off is in effect: same branch or an enclosing one)?"""
+        in_effect = [c for c in self.switch_offs if c["conditions"] == conditions[:len(c["conditions"])]]
+        if not in_effect:
+            return False
+        in_chain = self.by_chain.get(chain, []) if chain is not None else []
+        if any(c["chain"] == chain for c in in_effect):
+            return True
+        names = {c["root"] for c in in_chain if c["root"]} | {c["assigned_to"] for c in in_chain if c["assigned_to"]}
+        if receiver:
+            names.add(receiver)
+        return any(c["root"] in names or c["receiver"] in names or c["assigned_to"] in names
+                   for c in in_effect)
+
+    def old_stack(self, fact: dict, chain: int | None = None, receiver: str | None = None) -> bool:
+        conditions = fact.get("conditions") or []
+        if self.old_stack_file or self._conditions_old(conditions):
+            return True
+        return (chain is not None or receiver is not None) and self._chain_old(chain, receiver, conditions)
+
+    # -- emitting ---------------------------------------------------------------------------------
+    def _severity(self, row: Row, value=None, literal: bool = False) -> str:
+        if literal and row.inert and value in row.inert and row.severity == "fail":
+            return "warn"
+        return row.severity
+
+    def _says(self, row: Row) -> str:
+        if row.behaviour == "raises" and row.error:
+            kind, words = row.error
+            lead = f"raises {kind}" if kind != "Exception" else "raises"
+            return (f"{row.says}: {words}" if row.says else f"{lead}: {words}")
+        if row.says:
+            return row.says
+        return {"warns": "still works, with a DeprecationWarning (it will raise in a later Ray)",
+                "ignored": "is accepted and silently ignored", "works": "still works",
+                "breaks": "fails at first use", "never-fires": "never matches"}[row.behaviour]
+
+    def emit(self, row: Row, span: list[int], usage: str, replacement: str, severity: str | None = None,
+             edits: list[dict] | None = None, says: str | None = None, **evidence) -> None:
+        message = f"{usage} {says if says is not None else self._says(row)}"
+        fix = replacement
+        if row.fix and row.fix not in fix:
+            fix = f"{replacement}; {row.fix}" if replacement else row.fix
+        self.out.append(Usage(row, span, message, replacement or row.fix, severity or row.severity,
+                              edits or [], {"row": row.id, "behaviour": row.behaviour,
+                                            "old": row.old, "new": row.new, **evidence, "fix": fix}))
+
+    # -- shapes -------------------------------------------------------------------------------------
+    def _rebuilt_call(self, call: dict, method: str) -> str:
+        parts = [a["source"] for a in call["args"]]
+        renames = {r.old: r.new for r in _BY_SHAPE["kwarg"] if method in r.where and r.mechanical}
+        for kw in call["kwargs"]:
+            parts.append(f"{renames.get(kw['name'], kw['name'])}={kw['source']}")
+        return f".{method}({', '.join(p.replace(chr(10), ' ') for p in parts)})"
+
+    def methods(self) -> None:
+        for call in self.calls:
+            if call["method"] is None:
+                continue
+            for row in _BY_SHAPE["method"]:
+                if call["name"] != row.old or not self.receiver_is_config(call, strict=row.old == "build"):
+                    continue
+                if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
+                    continue
+                replacement = self._rebuilt_call(call, row.new) if row.new and row.old != "build" \
+                    else (f".{row.new}()" if row.new else "")
+                edits = [_edit(call["name_span"], row.old, row.new)] if row.mechanical else []
+                self.emit(row, call["name_span"], f"`.{row.old}()`", replacement, edits=edits)
+
+    def kwargs(self) -> None:
+        for call in self.calls:
+            if call["method"] is None or not self.is_config(call):
+                continue
+            present = {kw["name"] for kw in call["kwargs"]}
+            algo = self.algorithm_of(call)
+            for kw in call["kwargs"]:
+                for row in _BY_SHAPE["kwarg"]:
+                    if kw["name"] != row.old or call["method"] not in row.where:
+                        continue
+                    if row.algo and algo and algo not in (row.algo, "APPO"):
+                        continue
+                    if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
+                        continue
+                    self._kwarg(row, call, kw, present)
+            for row in _BY_SHAPE["arg_value"]:
+                if call["method"] not in row.where:
+                    continue
+                value = next((a for a in call["args"][:1]), None) or next(
+                    (kw for kw in call["kwargs"] if kw["name"] == row.old), None)
+                if value is None or not value["literal"] or value["value"] not in row.values:
+                    continue
+                if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
+                    continue
+                if row.algo and algo and algo not in (row.algo, "APPO", "IMPALA"):
+                    continue
+                self.emit(row, value["span"] if "value_span" not in value else value["value_span"],
+                          f"`.{call['method']}({_q(value['value'])})`", f'.{call["method"]}("{row.new}")',
+                          value=value["value"])
+
+    def _kwarg(self, row: Row, call: dict, kw: dict, present: set[str]) -> None:
+        severity = self._severity(row, kw["value"], kw["literal"])
+        if row.id == "kwarg-training-model" and any(
+                c["name"] == "rl_module" and any(k["name"] == "model_config" for k in c["kwargs"])
+                for c in self.by_chain.get(call["chain"], [])):
+            severity = "warn"  # the model is configured the new way too; this one is dead code
+        source = kw["source"].replace("\n", " ")
+        if row.new and row.moves_to:
+            replacement = f".{row.moves_to}({row.new}={source})"
+        elif row.new:
+            replacement = f"{row.new}={source}"
+        else:
+            replacement = ""
+        edits = []
+        if row.mechanical and row.new and not row.moves_to and row.new not in present:
+            edits = [_edit(kw["span"], row.old, row.new)]
+        self.emit(row, kw["span"], f"`{row.old}=` in `.{call['method']}()`", replacement,
+                  severity=severity, edits=edits, value=kw["value"] if kw["literal"] else kw["source"])
+
+    def stores(self) -> None:
+        rows = {r.old: r for r in _BY_SHAPE["attr_store"]}
+        for attr in self.facts["attributes"]:
+            row = rows.get(attr["attr"])
+            if row is None or attr["ctx"] != "store" or not attr["receiver"]:
+                continue
+            if not (attr["receiver"] in self.config_names or self._config_like(attr["receiver"])):
+                continue
+            if row.stack == "new" and self.old_stack(attr, receiver=attr["receiver"]):
+                continue
+            self._store(row, attr["span"], f"`{attr['receiver']}.{row.old} = ...`",
+                        f"{attr['receiver']}.{row.new} = ..." if row.new else "", attr)
+        for sub in self.facts["subscripts"]:
+            row = rows.get(sub["key"])
+            if row is None or sub["ctx"] != "store" or sub["receiver"] not in self.config_names:
+                continue
+            if row.stack == "new" and self.old_stack(sub, receiver=sub["receiver"]):
+                continue
+            self._store(row, sub["key_span"], f'`{sub["receiver"]}["{row.old}"] = ...` on an AlgorithmConfig',
+                        f'{sub["receiver"]}.{row.new} = ...' if row.new else "", sub)
+
+    def _store(self, row: Row, span: list[int], usage: str, replacement: str, fact: dict) -> None:
+        stored = fact.get("stored") or {}
+        severity = self._severity(row, stored.get("value"), stored.get("literal", False))
+        edits = [_edit(span, row.old, row.new)] if row.mechanical and row.new and "key_span" not in fact else []
+        self.emit(row, span, usage, replacement, severity=severity, edits=edits)
+
+    # -- dict configs -----------------------------------------------------------------------------
+    def _is_sink(self, call: dict, kw: str | None, pos: int | None) -> bool:
+        func = self._resolve(call["func"]) if call["func"] else ""
+        name = call["name"] or ""
+        if kw == "config" and func.endswith(("tune.run", "tune.run_experiments")):
+            return self.rllib_trainable(call)
+        if kw == "config" and _algorithm_class(func):
+            return True
+        if kw == "param_space" and name == "Tuner":
+            return self.rllib_trainable(call)
+        if pos == 0 and name in ("update_from_dict", "from_dict") and call["method"]:
+            return True
+        if pos == 0 and _algorithm_class(func) and not call["method"]:
+            return True
+        return False
+
+    def _sink_names(self) -> set[str]:
+        names = set()
+        for call in self.calls:
+            for i, arg in enumerate(call["args"]):
+                if arg.get("name") and self._is_sink(call, None, i):
+                    names.add(arg["name"])
+            for kw in call["kwargs"]:
+                if kw.get("ref") and self._is_sink(call, kw["name"], None):
+                    names.add(kw["ref"])
+        return names - self.config_names
+
+    def dict_configs(self) -> None:
+        sinks = self._sink_names()
+        config_dicts: set[int] = set()
+        for d in self.facts["dicts"]:
+            arg_of = d["arg_of"]
+            if arg_of and self._is_sink(self.calls[arg_of["call"]], arg_of["kw"], arg_of["pos"]):
+                config_dicts.add(d["id"])
+            elif d["bound_to"] in sinks:
+                config_dicts.add(d["id"])
+            elif arg_of and self.calls[arg_of["call"]]["name"] == "update" and \
+                    self.calls[arg_of["call"]]["receiver"] in sinks:
+                config_dicts.add(d["id"])
+        for d in self.facts["dicts"]:  # evaluation_config sub-dicts hold config keys too
+            parent = d.get("parent")
+            if parent and parent["dict"] in config_dicts and parent["key"] == "evaluation_config":
+                config_dicts.add(d["id"])
+        for d in self.facts["dicts"]:
+            if d["id"] not in config_dicts:
+                continue
+            old = self.old_stack(d) or any(k["key"] == "enable_rl_module_and_learner" and k["value"] is False
+                                           for k in d["keys"])
+            for key in d["keys"]:
+                self._dict_key(key["key"], key["span"], key.get("value"), key.get("literal", False),
+                               key.get("source", ""), old)
+        for sub in self.facts["subscripts"]:
+            if sub["ctx"] == "store" and sub["receiver"] in sinks:
+                stored = sub.get("stored") or {}
+                self._dict_key(sub["key"], sub["key_span"], stored.get("value"),
+                               stored.get("literal", False), stored.get("source", ""),
+                               self.old_stack(sub), item=sub["receiver"])
+
+    def _dict_key(self, key: str, span: list[int], value, literal: bool, source: str, old_stack: bool,
+                  item: str | None = None) -> None:
+        for row in _BY_SHAPE["dict_key"]:
+            if key != row.old or (row.stack == "new" and old_stack):
+                continue
+            if row.values and not (literal and value in row.values):
+                continue
+            usage = f'`{item}["{key}"] = ...`' if item else f'`"{key}"` in a dict config'
+            replacement = (f'"{row.new}": {source or "..."}' if row.new and not item else
+                           f'{item}["{row.new}"] = {source or "..."}' if row.new else "")
+            if row.id == "key-framework-tf":
+                replacement = '"framework": "torch"'
+            edits = [_edit(span, row.old, row.new)] if row.mechanical and row.new else []
+            self.emit(row, span, usage, replacement, severity=self._severity(row, value, literal),
+                      edits=edits)
+
+    # -- imports and names --------------------------------------------------------------------------
+    def imports_and_names(self) -> None:
+        module_rows = _BY_SHAPE["module"]
+        name_rows = {r.old: r for r in _BY_SHAPE["name"]}
+        renamed_names: set[str] = set()
+        modules_done: set[tuple] = set()
+        for imp in self.imports:
+            if imp["guarded"]:
+                continue  # a fallback import inside try/except ImportError is deliberate
+            module = imp["module"]
+            statement = (tuple(imp["span"]), module)
+            for row in module_rows:
+                if statement in modules_done:
+                    break
+                if module == row.old or module.startswith(row.old + "."):
+                    modules_done.add(statement)
+                    span = imp["module_span"] or imp["span"]
+                    new_module = row.new + module[len(row.old):] if row.new else ""
+                    edits = [_edit(span, row.old, row.new)] if row.mechanical and imp["module_span"] else []
+                    self.emit(row, span, f"`{module}`", f"`{new_module}`" if new_module else "",
+                              edits=edits)
+            row = name_rows.get(imp["name"] or "")
+            if row and module.startswith(row.where):
+                edits = []
+                if row.mechanical and row.new and imp["name_span"]:
+                    edits.append(_edit(imp["name_span"], row.old, row.new))
+                    if not imp["asname"]:
+                        renamed_names.add(row.old)
+                        edits += [_edit(u["span"], row.old, row.new) for u in self.facts["ray_name_loads"]
+                                  if u["name"] == row.old]
+                self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {row.old}`",
+                          f"`{row.new}`" if row.new else "", edits=edits)
+        seen_free: set[str] = set()
+        for free in [] if self.star_import else self.facts["free_names"]:
+            row = name_rows.get(free["name"])
+            if row is None:
+                continue
+            self.emit(row, free["span"], f"`{row.old}`",
+                      f"`{row.new}` (`from ray.rllib.algorithms.{row.new.lower()} import {row.new}`)"
+                      if row.new else "",
+                      says=f"is not defined here, and no longer exists in RLlib: "
+                           f"{row.says or 'ray.rllib.agents was removed'}")
+            seen_free.add(free["name"])
+        for attr in self.facts["attributes"]:
+            full = self._resolve(f"{attr['receiver']}.{attr['attr']}") if attr["receiver"] else ""
+            for row in module_rows:
+                if full == row.old:
+                    self.emit(row, attr["span"], f"`{row.old}`", "")
+            row = name_rows.get(attr["attr"])
+            if row and attr["receiver"] and full.startswith(tuple(w + "." for w in row.where)):
+                self.emit(row, attr["span"], f"`{attr['receiver']}.{row.old}`",
+                          f"`{attr['receiver']}.{row.new}`" if row.new else "",
+                          edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical and row.new else [])
+
+    # -- Algorithm objects --------------------------------------------------------------------------
+    def algorithms(self) -> None:
+        attr_rows = {r.old: r for r in _BY_SHAPE["algo_attr"]}
+        call_rows = {r.old: r for r in _BY_SHAPE["algo_call"]}
+        for attr in self.facts["attributes"]:
+            row = attr_rows.get(attr["attr"])
+            if row is None or attr["ctx"] != "load" or not self.is_algo(attr["receiver"]):
+                continue
+            if row.stack == "new" and self.old_stack(attr, receiver=attr["receiver"]):
+                continue
+            self.emit(row, attr["span"], f"`{attr['receiver']}.{row.old}`",
+                      f"`{attr['receiver']}.{row.new}`",
+                      edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical else [])
+        for call in self.calls:
+            row = call_rows.get(call["name"] or "")
+            if row is None or call["method"] is None or not self.is_algo(call["receiver"]):
+                continue
+            if row.stack == "new" and self.old_stack(call, receiver=call["receiver"]):
+                continue
+            replacement = f"`{call['receiver']}.{row.new}(...)`" if row.new else \
+                row.fix.replace("algo.", f"{call['receiver']}.")  # written out for this receiver
+            self.emit(row, call["name_span"], f"`{call['receiver']}.{row.old}()`", replacement,
+                      edits=[_edit(call["name_span"], row.old, row.new)] if row.mechanical else [])
+
+    # -- result keys ----------------------------------------------------------------------------------
+    def results(self) -> None:
+        """Result keys: another trainable's results may well have them, so only RLlib's count."""
+        rows = {r.old: r for r in _BY_SHAPE["result_key"]}
+        stop_names = {}
+        for call in self.calls:
+            for kw in call["kwargs"]:
+                if kw["name"] == "stop" and kw.get("ref"):
+                    stop_names[kw["ref"]] = call
+        for d in self.facts["dicts"]:
+            arg_of = d["arg_of"]
+            if arg_of and arg_of["kw"] == "stop":
+                owner = self.calls[arg_of["call"]]
+            elif d["bound_to"] in stop_names:
+                owner = stop_names[d["bound_to"]]
+            else:
+                continue
+            if self.old_stack(d) or not self.trains_rllib(owner):
+                continue
+            for key in d["keys"]:
+                row = rows.get(key["key"])
+                if row:
+                    self.emit(row, key["span"], f'stop condition `"{row.old}"`', f'"{row.new}"',
+                              says="never fires: new-stack results have no such key, so Tune logs "
+                                   "\"Stopping criterion ... not found in result dict!\" once and the "
+                                   "run goes on until it is stopped by hand",
+                              edits=[_edit(key["span"], row.old, row.new)])
+        for call in self.calls:
+            for kw in call["kwargs"]:
+                row = rows.get(kw["value"]) if kw["literal"] and isinstance(kw["value"], str) else None
+                if row is None or kw["name"] not in _METRIC_KWARGS or self.old_stack(call) or \
+                        not self.trains_rllib(call):
+                    continue
+                if kw["name"] == "metric":
+                    says = ("is a metric the results never have: Tune raises \"Trial returned a result "
+                            "which did not include the specified metric(s)\" at the first result")
+                else:
+                    says = ("names a score the results never have: Tune keeps the newest checkpoints "
+                            "instead of the best, and logs \"Result dict has no key\"")
+                self.emit(row, kw["value_span"], f'`{kw["name"]}="{row.old}"`', f'"{row.new}"',
+                          says=says, edits=[_edit(kw["value_span"], row.old, row.new)])
+            if call["name"] == "get" and call["method"] and call["args"] and call["args"][0]["literal"] \
+                    and self.rllib_file:
+                row = rows.get(call["args"][0]["value"]) if isinstance(call["args"][0]["value"], str) else None
+                if row and not self.old_stack(call):
+                    *outer, inner = row.new.split("/")
+                    lookup = "".join(f'.get("{p}", {{}})' for p in outer) + f'.get("{inner}")'
+                    self.emit(row, call["args"][0]["span"], f'`{call["receiver"]}.get("{row.old}")`',
+                              f'`{call["receiver"]}{lookup}`',
+                              says="always gives the default: new-stack results have no such key")
+        for sub in self.facts["subscripts"]:
+            row = rows.get(sub["key"])
+            if row is None or sub["ctx"] != "load" or self.old_stack(sub) or not self.rllib_file:
+                continue
+            path = "".join(f'["{p}"]' for p in row.new.split("/"))
+            receiver = sub["receiver"] or sub["receiver_source"]
+            self.emit(row, sub["key_span"], f'`{receiver}["{row.old}"]`', f"`{receiver}{path}`",
+                      says="raises KeyError: new-stack results have no such key")
+
+    # -- Tune / Ray core / Serve keyword arguments ------------------------------------------------------
+    def _func_matches(self, call: dict, where: tuple[str, ...]) -> bool:
+        func = call["func"] or ""
+        resolved = self._resolve(func)
+        for target in where:
+            if "." in target:
+                if func == target or resolved == "ray." + target or resolved == target or \
+                        resolved.endswith("." + target) and resolved.startswith("ray."):
+                    return True
+            elif func == target and resolved.startswith("ray."):
+                return True
+        return False
+
+    def call_kwargs(self) -> None:
+        rows = _BY_SHAPE["call_kwarg"]
+        for call in self.calls:
+            checkpoint = {}
+            for kw in call["kwargs"]:
+                for row in rows:
+                    if kw["name"] != row.old or not self._func_matches(call, row.where):
+                        continue
+                    if row.id.startswith("tune-") and row.behaviour == "warns":
+                        checkpoint[row.new] = kw["source"]
+            replacement_cc = ", ".join(f"{k}={v}" for k, v in checkpoint.items())
+            for kw in call["kwargs"]:
+                for row in rows:
+                    if kw["name"] != row.old or not self._func_matches(call, row.where):
+                        continue
+                    severity = self._severity(row, kw["value"], kw["literal"])
+                    if row.id.startswith("tune-") and row.behaviour == "warns":
+                        replacement = f"checkpoint_config=tune.CheckpointConfig({replacement_cc})"
+                    elif row.id == "tune-local_dir":
+                        replacement = f"storage_path={kw['source']}"
+                    elif row.id == "ray-remote-object_store_memory" and call.get("decorates") == "function":
+                        self.emit(row, kw["span"], f"`{call['func']}({row.old}=...)` on a task",
+                                  "", severity="fail", says="raises ValueError: Setting "
+                                  "'object_store_memory' is not implemented for tasks")
+                        continue
+                    else:
+                        replacement = ""
+                    self.emit(row, kw["span"], f"`{row.old}=` in `{call['func']}()`", replacement,
+                              severity=severity)
+
+    # -- callbacks -----------------------------------------------------------------------------------
+    def callbacks(self) -> None:
+        if not self.rllib_file:
+            return
+        arg_rows = {r.old: r for r in _BY_SHAPE["callback_arg"]}
+        attr_rows = {r.old: r for r in _BY_SHAPE["episode_attr"]}
+        callback_scopes = set()
+        for cls in self.facts["classes"]:
+            bases = [_last(b) for b in cls["bases"]]
+            is_callback = any(b in _CALLBACK_BASES or b.endswith(("Callbacks", "Callback")) for b in bases)
+            if not is_callback or self.old_stack(cls):
+                continue
+            for method in cls["methods"]:
+                if method["name"] not in _EPISODE_METHODS:
+                    continue
+                callback_scopes.add(f"{cls['name']}.{method['name']}")
+                required = [p for p in method["params"] if p["name"] in arg_rows and not p["default"]]
+                if not required:
+                    continue
+                row = arg_rows[required[0]["name"]]
+                names = ", ".join(p["name"] for p in required)
+                signature = (f"def {method['name']}(self, *, episode, env_runner=None, metrics_logger=None, "
+                             "env=None, env_index=None, rl_module=None, **kwargs)")
+                says = "; ".join(arg_rows[p["name"]].says for p in required)
+                self.emit(row, required[0]["span"], f"`{method['name']}()` requires {names}:", signature,
+                          says=says, params=[p["name"] for p in required])
+        for attr in self.facts["attributes"]:
+            row = attr_rows.get(attr["attr"])
+            if row is None or attr["receiver"] != "episode" or attr["scope"] not in callback_scopes:
+                continue
+            new = row.new if row.new.startswith(("len(", "metrics_logger.")) else f"episode.{row.new}"
+            self.emit(row, attr["span"], f"`episode.{row.old}`", f"`{new}`")
+
+    def run(self) -> list[Usage]:
+        self.methods()
+        self.kwargs()
+        self.stores()
+        self.dict_configs()
+        self.imports_and_names()
+        self.algorithms()
+        self.results()
+        self.call_kwargs()
+        self.callbacks()
+        return self.out
+
+
+def experiment_usages(record: dict) -> list[tuple[dict, Row, dict]]:
+    """(yaml document, row, key) for RLlib experiment YAML: stale config keys and stop keys."""
+    found = []
+    key_rows = _BY_SHAPE["dict_key"]
+    result_rows = {r.old: r for r in _BY_SHAPE["result_key"]}
+    for doc in record.get("yaml") or []:
+        for experiment in doc.get("experiments") or []:
+            for key in experiment["config_keys"]:
+                for row in key_rows:
+                    if key["key"] == row.old and (not row.values or key.get("value") in row.values):
+                        found.append((doc, row, key))
+            for key in experiment["stop_keys"]:
+                if key["key"] in result_rows:
+                    found.append((doc, result_rows[key["key"]], key))
+    return found

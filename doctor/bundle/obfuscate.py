@@ -1,0 +1,65 @@
+"""`--obfuscate`: IP addresses and host names replaced consistently across a bundle.
+
+The same real value always becomes the same stand-in, in every file of the bundle, so
+the bundle stays readable ("node 198.18.0.2 lost contact with 198.18.0.1"). The map
+from stand-ins back to real values is written beside the bundle, readable by its owner
+only, never inside it. IPv4 addresses are replaced (0.0.0.0, 127.0.0.1 and
+255.255.255.255 stay: they name no host); host names are those rldoctor knows (the
+nodes' and this machine's).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_KEEP = {"0.0.0.0", "127.0.0.1", "255.255.255.255"}
+_FAKE_NET = int(ipaddress.IPv4Address("198.18.0.0"))  # RFC 2544 benchmarking range: no real host
+
+
+class Obfuscator:
+    def __init__(self, host_names=()):
+        self.ips: dict[str, str] = {}
+        self.hosts: dict[str, str] = {}
+        for name in sorted({h for h in host_names if h and not _IPV4.fullmatch(h)}, key=len,
+                           reverse=True):
+            self.hosts[name] = f"host-{len(self.hosts) + 1}"
+        self._hosts_re = re.compile(
+            r"(?<![A-Za-z0-9\-])(?:" + "|".join(map(re.escape, self.hosts)) + r")(?![A-Za-z0-9\-])"
+        ) if self.hosts else None
+
+    def _ip(self, match) -> str:
+        real = match.group(0)
+        if real in _KEEP or any(int(part) > 255 for part in real.split(".")):
+            return real
+        if real not in self.ips:
+            self.ips[real] = str(ipaddress.IPv4Address(_FAKE_NET + len(self.ips) + 1))
+        return self.ips[real]
+
+    def text(self, text: str) -> str:
+        text = _IPV4.sub(self._ip, text)
+        if self._hosts_re is not None:
+            text = self._hosts_re.sub(lambda m: self.hosts[m.group(0)], text)
+        return text
+
+    def mapping(self) -> dict:
+        """{stand-in: real value}: what the private map file holds."""
+        return {"ips": {fake: real for real, fake in self.ips.items()},
+                "hosts": {fake: real for real, fake in self.hosts.items()}}
+
+    def write_map(self, path: str) -> None:
+        """The map, in a file only its owner can read (0600, whatever the umask)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, (json.dumps(self.mapping(), indent=2, sort_keys=True) + "\n").encode())
+        finally:
+            os.close(fd)
+
+
+def map_path(bundle_path: str) -> str:
+    """Where the map of a bundle goes: beside it, never inside."""
+    return f"{bundle_path}.obfuscation-map.json"

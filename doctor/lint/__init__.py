@@ -1,0 +1,12 @@
+"""`rldoctor lint`: read training scripts, notebooks and cluster YAML without running them.
+
+The lint collector (`rldoctor.lint.collect`) turns source files into the `lint`
+section of a snapshot-like document: per file, the facts the rules need (calls,
+keyword arguments, dict configs, imports, attributes, YAML data) with their
+locations. The rules are checks of the `code` area in `rldoctor.checks.code`,
+pure functions of that section, like every other check.
+
+Nothing here imports ray or torch for Python files. Ray is imported only to
+validate cluster YAML with Ray's own schema and validator, and to read the
+names Ray knows (`_system_config` keys, `RAY_` settings) when a file uses one.
+"""

@@ -1,0 +1,155 @@
+"""`--diff` and `--fix`: the mechanical renames from RLD801 findings, shown or applied.
+
+A finding of a row marked mechanical carries `evidence["edits"]`: spans of the
+joined source with the old token and the new one. An edit is applied only if
+the text at its span still holds exactly that old token, and never when it
+overlaps another edit; anything else is left as it is. Notebooks are edited
+cell by cell and written back as nbformat writes them (sorted keys, indent 1).
+YAML is never rewritten.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+from rldoctor.errors import UsageError
+from rldoctor.lint.notebook import cell_sources
+
+
+@dataclass
+class FilePlan:
+    path: str
+    kind: str
+    cells: list[dict] = field(default_factory=list)  # notebooks: the joined-source map
+    edits: list[dict] = field(default_factory=list)
+
+
+def plans(report, documents: dict[str, dict]) -> list[FilePlan]:
+    """One plan per file that has mechanical edits, in path order."""
+    by_path: dict[str, FilePlan] = {}
+    for f in report.findings:
+        edits = (f.evidence or {}).get("edits") or []
+        if not edits or not f.location:
+            continue
+        path = f.location["path"]
+        record = documents.get(path) or {}
+        plan = by_path.setdefault(path, FilePlan(path, record.get("kind", "python"),
+                                                 record.get("cells") or []))
+        for edit in edits:
+            if edit not in plan.edits:
+                plan.edits.append(edit)
+    return [by_path[p] for p in sorted(by_path)]
+
+
+def _apply(lines: list[str], edits: list[dict], offset: int = 1) -> tuple[list[str], int]:
+    """Apply single-line edits (line numbers counted from `offset`); returns (lines, applied)."""
+    lines = list(lines)
+    applied = 0
+    taken: dict[int, list[tuple[int, int]]] = {}
+    for edit in sorted(edits, key=lambda e: (e["line"], e["col"]), reverse=True):
+        if edit["line"] != edit["end_line"]:
+            continue
+        index = edit["line"] - offset
+        if not 0 <= index < len(lines):
+            continue
+        text = lines[index]
+        start, end = edit["col"], edit["end_col"]
+        if any(start < e and s < end for s, e in taken.get(index, [])):
+            continue
+        segment = text[start:end]
+        if segment.count(edit["old"]) != 1:
+            continue
+        lines[index] = text[:start] + segment.replace(edit["old"], edit["new"]) + text[end:]
+        taken.setdefault(index, []).append((start, end))
+        applied += 1
+    return lines, applied
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read for --fix: {exc.strerror or exc}") from None
+
+
+def _python_result(plan: FilePlan) -> tuple[str, str, int]:
+    before = _read(plan.path)
+    lines = before.splitlines(keepends=True)
+    after_lines, applied = _apply(lines, plan.edits)
+    return before, "".join(after_lines), applied
+
+
+def _notebook_result(plan: FilePlan) -> tuple[str, str, int, list[tuple[int, list[str], list[str]]]]:
+    before = _read(plan.path)
+    document = json.loads(before)
+    sources = cell_sources(document)
+    applied = 0
+    changed = []
+    for cell in plan.cells:
+        edits = [e for e in plan.edits if cell["first_line"] <= e["line"] < cell["first_line"] + cell["lines"]]
+        if not edits:
+            continue
+        old_lines = sources.get(cell["cell"], [])
+        new_lines, n = _apply(old_lines, edits, offset=cell["first_line"])
+        if n:
+            applied += n
+            changed.append((cell["cell"], old_lines, new_lines))
+            document["cells"][cell["cell"] - 1]["source"] = new_lines
+    after = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    return before, after, applied, changed
+
+
+def unified_diff(plans_: list[FilePlan]) -> tuple[str, int]:
+    """The diff of every plan, and how many edits it holds."""
+    out, total = [], 0
+    for plan in plans_:
+        if plan.kind == "notebook":
+            _, _, applied, changed = _notebook_result(plan)
+            for number, old, new in changed:
+                out += difflib.unified_diff(old, new, f"{plan.path} (cell {number})",
+                                            f"{plan.path} (cell {number})")
+        else:
+            before, after, applied = _python_result(plan)
+            out += difflib.unified_diff(before.splitlines(keepends=True),
+                                        after.splitlines(keepends=True), plan.path, plan.path)
+        total += applied
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
+    return text, total
+
+
+def _write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    mode = os.stat(path).st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(prefix=".rldoctor-fix-", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def apply_fixes(plans_: list[FilePlan]) -> tuple[int, int]:
+    """Rewrite the files in place; returns (edits applied, files changed)."""
+    total = files = 0
+    for plan in plans_:
+        if plan.kind == "notebook":
+            _, after, applied, _ = _notebook_result(plan)
+        else:
+            _, after, applied = _python_result(plan)
+        if applied:
+            try:
+                _write(plan.path, after)
+            except OSError as exc:
+                raise UsageError(f"{plan.path}: cannot write the fixes: {exc.strerror or exc}") from None
+            total += applied
+            files += 1
+    return total, files

@@ -1,0 +1,57 @@
+"""`rldoctor lint` in compiler style: one finding a line, sorted by path and line.
+
+    path:line:col: RLD801 [fail] message (replacement)
+    notebook.ipynb:cell 3:2:5: RLD801 [warn] message (replacement)
+    path:line:col: error: why the file was not linted
+
+Editors and CI log parsers jump to `path:line:col:`. The replacement in brackets
+is the one written out for that line; `rldoctor explain CODE` says more.
+"""
+
+from __future__ import annotations
+
+from rldoctor.model import Report
+
+
+def _where(location: dict) -> str:
+    cell = f"cell {location['cell']}:" if location.get("cell") else ""
+    return f"{location['path']}:{cell}{location['line']}:{location['column']}"
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
+def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
+    rows = []
+    for f in report.findings:
+        where = f.location or {"path": f.subject, "line": 0, "column": 0}
+        replacement = (f.evidence or {}).get("replacement") or f.fix
+        block = ""
+        if "\n" in replacement:  # a YAML block to paste: under the line, indented
+            tail = " (replace with the lines below)"
+            block = "".join(f"\n    {line}" for line in replacement.splitlines())
+        else:
+            tail = f" ({_one_line(replacement, 240)})" if replacement else ""
+        key = (where.get("path", ""), where.get("cell", 0), where.get("line", 0), where.get("column", 0), f.code)
+        rows.append((key, f"{_where(where)}: {f.code} [{f.severity.label}] {_one_line(f.message)}{tail}{block}"))
+    for p in problems or []:
+        line = p.get("line") or 0
+        column = p.get("column") or 0
+        where = p["path"] + (f":cell {p['cell']}" if p.get("cell") else "") + \
+            (f":{line}:{column}" if line else "")
+        rows.append(((p["path"], p.get("cell", 0), line, column, ""), f"{where}: error: {p['message']}"))
+    out = [text for _, text in sorted(rows, key=lambda r: r[0])]
+    for result in report.errored:
+        out.append(f"rldoctor: {result.code} could not run: {result.detail}")
+    counts = report.counts()
+    files = report.source.get("files", 0)
+    skipped = len(problems or [])
+    summary = (f"{counts['fail']} fail, {counts['warn']} warn, {counts['info']} info in {files} file(s)"
+               + (f", {skipped} not linted" if skipped else ""))
+    if report.findings:
+        codes = sorted({f.code for f in report.findings})
+        summary += f"; `rldoctor explain {codes[0]}` says more"
+    out.append(summary)
+    return "\n".join(out) + "\n"

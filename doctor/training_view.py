@@ -1,0 +1,111 @@
+"""The Training part of a report: the RLlib trainings found on the cluster, briefly.
+
+Built from the snapshot's `training` section and the findings about it; the JSON report
+carries it as the top-level `training` list, the table and Markdown reports as a short
+block (one line per training, one per runner or learner that is not fine).
+"""
+
+from __future__ import annotations
+
+import os
+
+LONG_CALL_S = 10.0
+
+
+def _stuck_in(stack: dict | None) -> str | None:
+    frames = (stack or {}).get("user_frames") or []
+    if not frames:
+        return None
+    f = frames[-1] if len(frames) > 1 else frames[0]  # the user's outermost frame: env.step
+    where = os.path.basename(f.get("file") or "") or "?"
+    return f"{f.get('function')} ({where}{':' + str(f['line']) if f.get('line') is not None else ''})"
+
+
+def _member(member: dict, stacks: dict) -> dict:
+    call = member.get("call") or {}
+    return {"actor_id": member.get("actor_id"), "role": member.get("role"),
+            "class_name": member.get("class_name"), "node_id": member.get("node_id"),
+            "node_ip": member.get("node_ip"), "pid": member.get("pid"),
+            "state": member.get("state"), "num_restarts": member.get("num_restarts", 0),
+            "call": call.get("name"), "call_age_s": call.get("age_s"),
+            "queued_calls": member.get("queued_calls"),
+            "steps_sampled": member.get("steps_sampled"), "steps_per_s": member.get("steps_per_s"),
+            "stuck_in": _stuck_in(stacks.get(member.get("stack_id") or ""))}
+
+
+def summarize(section: dict | None, findings=()) -> list[dict]:
+    """One entry per training, with its runners and learners and what is wrong with them."""
+    if not section:
+        return []
+    stacks = section.get("stacks") or {}
+    named: dict[str, list[str]] = {}
+    for f in findings:
+        named.setdefault(f.subject, []).append(f.code)
+    out = []
+    for training in section.get("trainings") or []:
+        runners = [_member(m, stacks) for m in training.get("runners") or []]
+        learners = [_member(m, stacks) for m in training.get("learners") or []]
+        for m in runners + learners:
+            m["findings"] = sorted(set(named.get(f"actor:{m['actor_id']}", [])))
+        rates = [m["steps_per_s"] for m in runners if m["steps_per_s"] is not None]
+        out.append({
+            "subject": training.get("subject"), "algorithm": training.get("algorithm"),
+            "env": training.get("env"), "job_id": training.get("job_id"),
+            "placement_group_id": training.get("placement_group_id"),
+            "runs_in": training.get("runs_in"),
+            "entrypoint": (training.get("job") or {}).get("entrypoint"),
+            "runners_configured": training.get("runners_configured"),
+            "runners_alive": training.get("runners_alive"),
+            "runners_restarting": training.get("runners_restarting"),
+            "runners_dead": training.get("runners_dead"),
+            "learners": len(learners), "env_steps_per_s": round(sum(rates), 1) if rates else None,
+            "findings": sorted(set(named.get(training.get("subject"), []))),
+            "runners": runners, "learner_actors": learners})
+    return out
+
+
+def not_fine(member: dict) -> bool:
+    return bool(member.get("findings")) or member.get("state") != "ALIVE" or \
+        (member.get("call_age_s") or 0) >= LONG_CALL_S or (member.get("num_restarts") or 0) > 0
+
+
+def headline(t: dict) -> str:
+    """`PPO (CartPole-v1) job 02000000, in its driver: 1/2 env runners alive, 0 learners, 210 steps/s`."""
+    what = t.get("algorithm") or "RLlib training"
+    if t.get("env"):
+        what += f" ({t['env']})"
+    where = "in its own actor" if t.get("runs_in") == "actor" else "in the driver"
+    runners = f"{t.get('runners_alive', 0)}/{t.get('runners_configured') or 0} env runners alive"
+    if t.get("runners_restarting"):
+        runners += f", {t['runners_restarting']} restarting"
+    rate = f", {t['env_steps_per_s']:.0f} env steps/s" if t.get("env_steps_per_s") else ""
+    flags = f"  [{', '.join(t['findings'])}]" if t.get("findings") else ""
+    return (f"{t.get('subject')}: {what}, job {t.get('job_id')} {where}: {runners}, "
+            f"{t.get('learners', 0)} learner(s){rate}{flags}")
+
+
+def member_line(m: dict) -> str:
+    parts = [f"{m.get('role')} {str(m.get('actor_id'))[:12]} pid {m.get('pid')} on "
+             f"{str(m.get('node_id'))[:12]} ({m.get('node_ip')})", str(m.get("state")).lower()]
+    if m.get("num_restarts"):
+        parts.append(f"{m['num_restarts']} restart(s)")
+    if m.get("call_age_s") is not None:
+        parts.append(f"in {m.get('call')} for {m['call_age_s']:.0f} s")
+    if m.get("stuck_in"):
+        parts.append(f"stuck in {m['stuck_in']}")
+    if m.get("steps_per_s") is not None:
+        parts.append(f"{m['steps_per_s']:.1f} steps/s")
+    if m.get("findings"):
+        parts.append(f"[{', '.join(m['findings'])}]")
+    return ", ".join(parts)
+
+
+def block_lines(trainings: list[dict]) -> list[str]:
+    """The short text block: a line per training, an indented line per member not fine."""
+    lines = []
+    for t in trainings:
+        lines.append(headline(t))
+        for m in t.get("runners", []) + t.get("learner_actors", []):
+            if not_fine(m):
+                lines.append("    " + member_line(m))
+    return lines

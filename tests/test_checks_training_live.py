@@ -1,0 +1,107 @@
+"""RLD605, RLD606, RLD608 on recorded live trainings (fixtures/training-*.json) and edits of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from conftest import FIXTURES
+from rldoctor.checks.training_live import env_runner_hung, env_runners_lost, throughput_drop
+from rldoctor.snapshot import Snapshot
+from rldoctor.training_view import block_lines, summarize
+
+HUNG = json.loads((FIXTURES / "training-hung.json").read_text())
+LOST = json.loads((FIXTURES / "training-lost.json").read_text())
+HEALTHY = json.loads((FIXTURES / "training-healthy.json").read_text())
+
+
+def run(check, data, **params):
+    return list(check(Snapshot(data), {**check.params, **params}))
+
+
+def _runners(data):
+    return data["training"]["trainings"][0]["runners"]
+
+
+def test_rld605_names_the_stuck_runner_its_node_pid_and_step_frame():
+    [finding] = run(env_runner_hung, HUNG)
+    stuck = [r for r in _runners(HUNG) if (r.get("call") or {}).get("age_s", 0) > 20]
+    assert len(stuck) == 1
+    assert finding.subject == f"actor:{stuck[0]['actor_id']}"
+    assert finding.evidence["pid"] == stuck[0]["pid"] and finding.evidence["node_id"] == stuck[0]["node_id"]
+    assert "UserCartPole.step (ppo_job.py:" in finding.message
+    assert "wait_for_the_simulator" in finding.message
+    assert "sample_timeout_s" in finding.fix
+
+
+def test_rld605_floor_and_peer_factor_are_the_bar():
+    age = max((r.get("call") or {}).get("age_s", 0) for r in _runners(HUNG))
+    assert run(env_runner_hung, HUNG, floor_s=age + 1) == []  # not long enough yet
+    peers = HUNG["training"]["trainings"][0]["peer_calls"]["runners"]
+    assert run(env_runner_hung, HUNG, peer_factor=(age + 1) / peers["p95_s"]) == []
+
+
+def test_rld605_without_peers_needs_three_floors_and_says_so():
+    data = copy.deepcopy(HUNG)
+    training = data["training"]["trainings"][0]
+    training["runners"] = [r for r in training["runners"] if r.get("call")]
+    training.pop("peer_calls", None)
+    age = training["runners"][0]["call"]["age_s"]
+    assert run(env_runner_hung, data, floor_s=age / 3 + 1) == []
+    [finding] = run(env_runner_hung, data, floor_s=age / 3 - 1)
+    assert "no peer to compare with" in finding.message
+
+
+def test_rld605_a_stack_that_could_not_be_taken_is_said_not_hidden():
+    data = copy.deepcopy(HUNG)
+    for stack in data["training"]["stacks"].values():
+        stack.update(status="failed", user_frames=[], error="permission denied: py-spy may not "
+                     "attach to pid 1", text=None)
+    [finding] = run(env_runner_hung, data)
+    assert "its stack could not be taken: permission denied" in finding.message
+
+
+def test_rld606_names_the_lost_runner_with_its_node_and_death_cause():
+    [finding] = run(env_runners_lost, LOST)
+    [dead] = [r for r in _runners(LOST) if r["state"] == "DEAD"]
+    assert finding.severity.label == "fail" and "1 of 2" in finding.message
+    assert finding.evidence["lost"][0]["actor_id"] == dead["actor_id"]
+    assert finding.evidence["lost"][0]["node_id"] == dead["node_id"]
+    assert "WORKER_DIED" in finding.message
+
+
+def test_rld606_runners_stopped_on_purpose_are_not_lost():
+    data = copy.deepcopy(LOST)
+    for runner in _runners(data):
+        if runner["state"] == "DEAD":
+            runner["death_cause"]["reason"] = "RAY_KILL"
+    assert run(env_runners_lost, data) == []
+
+
+def test_rld606_one_of_four_lost_is_a_warn():
+    data = copy.deepcopy(LOST)
+    training = data["training"]["trainings"][0]
+    alive = next(r for r in training["runners"] if r["state"] == "ALIVE")
+    for i in range(2):
+        extra = copy.deepcopy(alive)
+        extra["actor_id"] = f"{i}" * 32
+        training["runners"].append(extra)
+    training["runners_configured"] = 4
+    [finding] = run(env_runners_lost, data)
+    assert finding.severity.label == "warn" and "3 of 4" in finding.message
+
+
+def test_rld608_a_runner_that_sampled_nothing_beside_peers_that_did():
+    [finding] = run(throughput_drop, HUNG)
+    assert "0% of its peers' median" in finding.message
+    assert run(throughput_drop, HEALTHY) == []
+    assert run(throughput_drop, HUNG, min_age_s=10_000) == []
+
+
+def test_healthy_training_gives_nothing_and_shows_in_the_block():
+    for check in (env_runner_hung, env_runners_lost, throughput_drop):
+        assert run(check, HEALTHY) == []
+    [training] = summarize(HEALTHY["training"])
+    assert training["runners_alive"] == training["runners_configured"] == 2
+    lines = block_lines([training])
+    assert len(lines) == 1 and "2/2 env runners alive" in lines[0]
