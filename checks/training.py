@@ -82,9 +82,10 @@ def training_stall(snap, params):
         For a run's results (`--run PATH`), the return of the last third of the run (5 to
         50 iterations) is compared with the window before it and with the first, against
         the run's own iteration-to-iteration noise (a difference counts above two
-        standard errors): never improved is a fail when the learner does not move the
-        weights (lr 0, KL below 1e-6) and a warn otherwise; falling is a warn; improved
-        once and flat since is an info (converged, or stuck on a plateau).
+        standard errors). A learner that does not move the weights (lr 0, or a KL below
+        1e-6 in every recent iteration) is a fail whatever the curve's noise shows; a
+        return that never improved is a warn, a falling one a warn, and one that improved
+        once and is flat since an info (converged, or stuck on a plateau).
 
     Article:
         A common troubleshooting table says "training stalls: the parameter server is out
@@ -379,7 +380,8 @@ def _run_stall(run: dict, params: dict):
                    points else f"only {len(points)} iteration(s) with a finite return: too short "
                    "to judge a stall", _runs.read_note(run))
         return
-    if curve["verdict"] == "rising":
+    frozen = _runs.weights_frozen(run, curve["window"])
+    if curve["verdict"] == "rising" and not frozen:
         return
     w = curve["window"]
     first_it, last_it = points[0][0], points[-1][0]
@@ -395,7 +397,6 @@ def _run_stall(run: dict, params: dict):
                 "settings": {k: v for k, v in (run.get("settings") or {}).items()
                              if k in ("lr", "train_batch_size_per_learner", "minibatch_size",
                                       "num_epochs", "num_env_runners", "entropy_coeff")}}
-    frozen = _runs.weights_frozen(run, w)
     fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
            "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
            "the learning rate and the loss, rewards the policy can influence, and RLD602 for env "
@@ -403,7 +404,15 @@ def _run_stall(run: dict, params: dict):
     last = (f"{curve['recent_mean']:.1f} on average over the last {w} iterations "
             f"({recent_from:g}-{last_it:g})")
     noise = f"iteration-to-iteration noise {curve['noise_sigma']:.1f}"
-    if curve["verdict"] == "falling":
+    if frozen:  # weights that do not move cannot learn, whatever the curve's noise says
+        evidence["weights_frozen"] = frozen
+        yield fail(_runs.subject(run), f"the weights do not move ({frozen['why']}), so the run "
+                   f"cannot learn: the return was {curve['first_mean']:.1f} on average over the "
+                   f"first {w} iterations and {last} ({noise})", evidence,
+                   "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to 3e-4) "
+                   "and check that the loss reaches the optimizer: with lr > 0 and a KL of "
+                   "zero, look for a frozen module or a grad_clip of 0.")
+    elif curve["verdict"] == "falling":
         yield warn(_runs.subject(run), f"the return is falling: {last}, down from "
                    f"{curve['before_mean']:.1f} over the {w} before and "
                    f"{curve['best_window_mean']:.1f} at its best ({noise})", evidence,
@@ -411,18 +420,9 @@ def _run_stall(run: dict, params: dict):
                    "rate too large for the batch (lower lr or raise train_batch_size_per_learner), "
                    "entropy gone to zero (entropy_coeff), or a change in the env. " + fix)
     elif not curve["learned"]:
-        if frozen:
-            evidence["weights_frozen"] = frozen
-            yield fail(_runs.subject(run), f"the return never improved: "
-                       f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
-                       f"{last} ({noise}); the weights do not move: {frozen['why']}", evidence,
-                       "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to 3e-4) "
-                       "and check that the loss reaches the optimizer: with lr > 0 and a KL of "
-                       "zero, look for a frozen module or a grad_clip of 0.")
-        else:
-            yield warn(_runs.subject(run), f"the return never improved: "
-                       f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
-                       f"{last} ({noise})", evidence, fix)
+        yield warn(_runs.subject(run), f"the return never improved: "
+                   f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
+                   f"{last} ({noise})", evidence, fix)
     else:
         yield info(_runs.subject(run), f"the return improved from {curve['first_mean']:.1f} "
                    f"(first {w} iterations) and has been flat since: {last}, "

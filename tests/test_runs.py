@@ -54,6 +54,7 @@ def _write(tmp_path, lines: list[str], name="result.json"):
 def test_lr0_stall_names_the_iterations_and_the_frozen_weights():
     _, [finding] = findings_for([RUNS / "lr0"], ("RLD601",))
     assert finding.severity.label == "fail" and "learning rate is 0" in finding.message
+    assert "cannot learn" in finding.message
     assert finding.evidence["iterations"] == [1.0, 25.0]
     assert finding.evidence["weights_frozen"]["lr"] == 0.0
     assert finding.evidence["settings"]["lr"] == 0.0
