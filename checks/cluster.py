@@ -39,8 +39,10 @@ def node_dead(snap, params):
         instance), the host went away, or the node was starved so long that the GCS
         health check gave up on it. Ray records the reason as `UNEXPECTED_TERMINATION`,
         `AUTOSCALER_DRAIN_PREEMPTED`, `AUTOSCALER_DRAIN_IDLE` or `EXPECTED_TERMINATION`.
-        A node the GCS still lists as alive but that does not answer a probe is on its
-        way to the same fate.
+        A node the GCS still lists as alive but whose raylet does not answer a cheap
+        ping within 2 s is reported as "not answering" (frozen or cut off) before the GCS
+        notices; one whose raylet answers but whose probe worker did not start is busy
+        (a warn, with the ping's time).
 
     Fix:
         Read the node's `raylet.out` and the host's `dmesg` for the cause, then replace
@@ -50,6 +52,7 @@ def node_dead(snap, params):
     """
     unresponsive = (snap.get("versions") or {}).get("failed") or {}
     raylet_silent = (snap.get("object_store") or {}).get("failed") or {}
+    pings = (snap.get("control_plane") or {}).get("raylets") or {}
     for node in snap.nodes:
         node_id = node["node_id"]
         subject = f"node:{node_id}"
@@ -74,6 +77,27 @@ def node_dead(snap, params):
             confirmed = failure.get("raylet")
             raylet = raylet_silent.get(node_id) or (
                 confirmed if confirmed and confirmed != "answers" else None)
+            ping = pings.get(node_id) or {}
+            if failure.get("kind") == "silent" and ping.get("ms") is not None:
+                continue  # it answered, late: a slow raylet (RLD104), not a silent one
+            if failure.get("kind") == "silent":  # the raylet did not answer a cheap ping
+                waited = ping.get("waited_s")
+                yield fail(
+                    subject,
+                    f"node {node_id[:12]} ({node.get('ip')}) is not answering: its raylet did "
+                    f"not answer a ping (GetSystemConfig, answered in milliseconds by a healthy "
+                    f"raylet) within {waited or 2:g}s, so its probe, object store and network "
+                    "figures were not waited for; the GCS still lists it as alive and marks it "
+                    "dead only after its health checks run out (about 15 s by default)",
+                    {**evidence, "raylet_ping": ping, "raylet_error": raylet,
+                     "state": "not answering"},
+                    "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in "
+                    "the kernel on a dying disk or NFS mount, a paused VM or container) or cut "
+                    "off by the network. On the host: `ps -o stat,pid,cmd -C raylet` (state T "
+                    "is stopped, D is stuck in the kernel), `dmesg`, and the node's "
+                    "`raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or "
+                    "replace the node (" + _NODE_DEAD_FIX.format(node_id=node_id) + ")")
+                continue
             if raylet:  # two independent paths to the node failed: it is gone
                 yield fail(
                     subject,
@@ -83,11 +107,14 @@ def node_dead(snap, params):
                     {**evidence, "probe_error": error, "raylet_error": raylet},
                     _NODE_DEAD_FIX.format(node_id=node_id))
             elif _lost(failure):
+                answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
+                           "node is up but busy or unable to start a worker" if
+                           ping.get("ms") is not None else "")
                 yield warn(
                     subject,
                     f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not "
-                    f"answer a zero-CPU probe: {error[:160]}",
-                    {**evidence, "probe_error": error},
+                    f"answer a zero-CPU probe: {error[:160]}{answers}",
+                    {**evidence, "probe_error": error, "raylet_ping": ping or None},
                     "The raylet may be dying, overloaded or cut off. Check the host (load, "
                     "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
                     "`rldoctor check` again: the GCS marks a node dead after its health checks "
@@ -321,3 +348,73 @@ def unschedulable_demand(snap, params):
         else:
             yield warn(subject, f"{name} is pending until resources free up", evidence,
                        _DEMAND_FIX_PENDING)
+
+
+_CONTROL_PLANE_FIX = (
+    "The head is the usual cause: it runs the GCS and the dashboard, and training placed on it "
+    "starves them (start the head with `ray start --head --num-cpus=0` so no env runner or "
+    "learner lands there, or give it a bigger machine); a dashboard that ran out of memory or is "
+    "stuck (its `dashboard.log` on the head; a stopped or defunct process in `ps`) needs a "
+    "restart of the head; and very many tasks and actors make the GCS tables and the state API "
+    "slow (keep fewer: RAY_task_events_max_num_task_in_gcs and "
+    "RAY_maximum_gcs_destroyed_actor_cached_count on the head, or "
+    "RAY_enable_task_events=0 for jobs that do not need task history). A slow raylet is a "
+    "starved node: check its load and memory."
+)
+
+
+@check("RLD104", "control-plane-slow", area="cluster", requires=("control_plane",),
+       params={"gcs_warn_ms": 500.0, "gcs_fail_ms": 3000.0, "dashboard_warn_ms": 1000.0,
+               "state_api_warn_s": 5.0, "raylet_warn_ms": 1000.0})
+def control_plane_slow(snap, params):
+    """GCS, raylet or dashboard answering slowly or not at all, with the latency measured per call.
+
+    Symptom:
+        `ray status`, `ray list actors` or the dashboard hang or time out; drivers take
+        long to connect; tasks and actors are slow to be scheduled; `rldoctor check`
+        skips the state-API checks because the dashboard did not answer.
+
+    Cause:
+        The control plane is overloaded or stuck: a head whose CPUs or memory are taken by
+        training, a dashboard process that ran out of memory or is frozen, GCS tables
+        grown large with task and actor history, or a node whose raylet is starved.
+
+    Fix:
+        Keep training off the head (`--num-cpus=0`), give it room, restart a stuck
+        dashboard, keep less task history. Bars: the GCS's first answer over 0.5 s is a
+        warn and over 3 s a fail; the dashboard's health route over 1 s a warn and no
+        answer within 3 s a fail; a state-API listing over 5 s a warn; a raylet ping over
+        1 s a warn (a raylet that does not answer at all is RLD101).
+    """
+    plane = snap["control_plane"]
+    gcs = plane.get("gcs") or {}
+    ms = gcs.get("first_call_ms")
+    if ms is not None and ms > params["gcs_warn_ms"]:
+        severity = fail if ms > params["gcs_fail_ms"] else warn
+        yield severity("cluster", f"the GCS took {ms:.0f} ms to answer rldoctor's first call "
+                       f"({gcs.get('rpc')}); a healthy GCS answers in a few ms",
+                       {"component": "gcs", "ms": ms, "rpc": gcs.get("rpc")}, _CONTROL_PLANE_FIX)
+    dash = plane.get("dashboard") or {}
+    if dash.get("error") and dash.get("url"):
+        yield fail("dashboard", f"the dashboard at {dash['url']} did not answer its health route "
+                   f"(/api/authentication_mode): {dash['error']}; Ray's state API is served by "
+                   "it, so the checks that need it (RLD401-RLD403, RLD605-RLD608) were skipped",
+                   {"component": "dashboard", **dash}, _CONTROL_PLANE_FIX)
+    elif dash.get("ms") is not None and dash["ms"] > params["dashboard_warn_ms"]:
+        yield warn("dashboard", f"the dashboard at {dash.get('url')} took {dash['ms']:.0f} ms to "
+                   "answer its health route; a healthy one answers in milliseconds",
+                   {"component": "dashboard", **dash}, _CONTROL_PLANE_FIX)
+    slow_calls = {name: s for name, s in (dash.get("state_api_calls_s") or {}).items()
+                  if s is not None and s > params["state_api_warn_s"]}
+    if slow_calls and not dash.get("error"):
+        shown = ", ".join(f"{name} {s:.1f} s" for name, s in sorted(slow_calls.items()))
+        yield warn("dashboard", f"Ray's state API is slow: listing {shown}",
+                   {"component": "state_api", "calls_s": dash.get("state_api_calls_s")},
+                   _CONTROL_PLANE_FIX)
+    for node_id, ping in sorted((plane.get("raylets") or {}).items()):
+        if ping.get("ms") is not None and ping["ms"] > params["raylet_warn_ms"]:
+            node = snap.node(node_id) or {}
+            yield warn(f"node:{node_id}", f"the raylet of node {node_id[:12]} ({node.get('ip')}) "
+                       f"took {ping['ms']:.0f} ms to answer a ping ({ping.get('rpc')}); a healthy "
+                       "raylet answers in milliseconds", {"component": "raylet", "node_id": node_id,
+                                                           **ping}, _CONTROL_PLANE_FIX)

@@ -51,6 +51,18 @@ def _validate_codes(option: str, codes: list[str], registry) -> None:
         raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
 
 
+IGNORE_OPTION = click.option(
+    "--ignore", "ignores", multiple=True, metavar="CODE[@SUBJECT]",
+    help="Mute a finding you accepted: CODE (or name) alone mutes it on every subject; "
+    "@SUBJECT only where the finding's subject equals SUBJECT or starts with it (a prefix: "
+    "node:8d80a6e0 is that node by its short id). Repeatable. Muted findings stay in the "
+    "report, marked, and do not count toward --fail-on or the status.")
+CONFIG_OPTION = click.option(
+    "--config", type=click.Path(dir_okay=False), metavar="FILE",
+    help="Ignore file to read [default: rldoctor.toml, else .rldoctor.toml, in the current "
+    "directory]: [[ignore]] entries with code, subject, reason and expires (see README).")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="rldoctor")
 def main() -> None:
@@ -93,8 +105,10 @@ def main() -> None:
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")
+@IGNORE_OPTION
+@CONFIG_OPTION
 def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          zone_label, settings, targets, runs):
+          zone_label, settings, targets, runs, ignores, config):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
 
     On a live cluster this includes the RLlib trainings running on it: their env runners
@@ -104,7 +118,7 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     try:
         code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
                       timeout, check_timeout, _check_params(settings, zone_label),
-                      targets=targets, runs=runs)
+                      targets=targets, runs=runs, ignores=ignores, config=config)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -157,7 +171,7 @@ def _validate_params(params: dict, registry) -> None:
 
 
 def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=(), runs=()) -> int:
+           params=None, targets=(), runs=(), ignores=(), config=None) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.diagnose import diagnose
     from rldoctor.render import RENDERERS
@@ -170,6 +184,9 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
     _validate_codes("--skip", skip, registry)
     _validate_params(params or {}, registry)
     selected = registry.select(only, skip)
+    from rldoctor import muting
+
+    mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
 
     specs = _target_specs(targets)
     results = None
@@ -192,7 +209,8 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
     else:
         from rldoctor.collect import collect_snapshot
 
-        snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout), "live cluster")
+        snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout, leave=False),
+                                  "live cluster")
         source = dict(snap.get("source") or {})
     if specs:
         from rldoctor.collect.targets import add_targets
@@ -202,6 +220,7 @@ def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_
         snap.data["runs"] = results
         snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
     report = diagnose(snap, source, selected, params, check_timeout, registry)
+    muting.apply(report, mutes, mute_notes)
     write_text(RENDERERS[fmt](report), output)
     if output:
         from rldoctor.render.text import summary_line
@@ -241,7 +260,7 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
         from rldoctor.collect import collect_snapshot
         from rldoctor.snapshot import dumps
 
-        doc = collect_snapshot(address, timeout_s=timeout)
+        doc = collect_snapshot(address, timeout_s=timeout, leave=False)
         write_text(dumps(doc), output)
         from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
 
@@ -280,7 +299,8 @@ def _collect_bundle(path, address, timeout, force, max_size, obfuscate) -> None:
 @click.option("--env-runners", type=click.IntRange(min=1), default=None,
               help="Env runners to spread over the nodes. Default: one per alive node.")
 @click.option("--target-return", type=float, default=195.0, show_default=True,
-              help="Stop when the smoothed episode return reaches this (the article's goal).")
+              help="Stop when the smoothed episode return reaches this (195: CartPole's classic "
+              "'solved' bar).")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=180.0, show_default=True,
               help="Stop after this many seconds (Ray start included) if the target is not reached.")
 @click.option("--scaling", metavar="COUNTS", help="Also run a short sweep over these env-runner "
@@ -330,7 +350,9 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
               "their meaning) as a unified diff; change nothing.")
 @click.option("--fix", is_flag=True, help="Apply the mechanical fixes in place, then report "
               "what is left (it needs judgement).")
-def lint(paths, fmt, fail_on, diff, fix):
+@IGNORE_OPTION
+@CONFIG_OPTION
+def lint(paths, fmt, fail_on, diff, fix, ignores, config):
     """Lint training scripts, notebooks and cluster YAML for what this Ray rejects or ignores.
 
     PATH is a .py, .ipynb, .yaml or .yml file, or a directory to search. Nothing is
@@ -340,7 +362,7 @@ def lint(paths, fmt, fail_on, diff, fix):
     try:
         from rldoctor.lint.command import run_lint
 
-        code = run_lint(list(paths), fmt, fail_on, diff, fix)
+        code = run_lint(list(paths), fmt, fail_on, diff, fix, ignores, config)
     except RldoctorError as exc:
         _fail(exc)
     _exit(code)
@@ -378,9 +400,10 @@ def explain(code):
     doc = found.doc
     click.echo(f"{found.code} {found.name} ({found.area}, from {found.origin})")
     click.echo(f"\n{doc.get('summary', '')}")
-    for section in ("Symptom", "Cause", "Fix", "Article"):
+    for section, title in (("Symptom", "Symptom"), ("Cause", "Cause"), ("Fix", "Fix"),
+                           ("Advice", "Common advice")):
         if doc.get(section):
-            click.echo(f"\n{section}:\n{textwrap.indent(doc[section], '    ')}")
+            click.echo(f"\n{title}:\n{textwrap.indent(doc[section], '    ')}")
     if found.params:
         click.echo("\nSettings:")
         for key, value in found.params.items():

@@ -38,6 +38,9 @@ class NodeSpec:
     resources: dict[str, float] = field(default_factory=dict)
     object_store_memory: int = 100 * 2**20
     extra_args: list[str] = field(default_factory=list)
+    # A cgroup directory (tests/cgroups.py MemoryCgroup) that the node's `ray start`, and so
+    # every process of the node, runs in: a node in a container-like memory limit.
+    cgroup: str | None = None
 
 
 @dataclass
@@ -108,9 +111,10 @@ def _kill(pids: list[int], sig: int) -> None:
 
 class LocalCluster:
     def __init__(self, nodes: list[NodeSpec], dashboard: bool = True, token_auth: bool = True,
-                 head_env: dict[str, str] | None = None):
+                 head_env: dict[str, str] | None = None, dashboard_host: str = "127.0.0.1"):
         self.specs = nodes
         self.dashboard = dashboard
+        self.dashboard_host = dashboard_host  # "0.0.0.0": the dashboard on every interface
         self.token_auth = token_auth
         self.head_env = head_env or {}
         self.marker = uuid.uuid4().hex
@@ -204,7 +208,7 @@ class LocalCluster:
         if head:
             args += ["--head", "--port", str(self.gcs_port), "--temp-dir", str(self.temp_dir),
                      "--ray-client-server-port", str(self.client_port),
-                     "--dashboard-host", "127.0.0.1"]
+                     "--dashboard-host", self.dashboard_host]
             if self.dashboard:
                 args += ["--include-dashboard", "true", "--dashboard-port", str(self.dashboard_port)]
             else:
@@ -212,6 +216,8 @@ class LocalCluster:
         else:
             args += ["--address", self.address]
         args += spec.extra_args
+        if spec.cgroup:  # a shell moves itself into the group, then becomes `ray start`
+            args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', spec.cgroup, *args]
         log = self.root / f"node{index}.log"
         proc = subprocess.Popen(args, env=self._node_env(spec, head), stdout=log.open("w"),
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -272,6 +278,19 @@ class LocalCluster:
             if sig == signal.SIGKILL:
                 raise RuntimeError(f"node {index}: processes {alive} survived SIGKILL")
         return node.node_id
+
+    def pids(self, index: int, program: str) -> list[int]:
+        """Pids of node `index`'s processes whose command line names `program` (e.g. "raylet",
+        "dashboard/dashboard.py")."""
+        found = []
+        for pid in _pids_of(sid=self.nodes[index].sid):
+            try:
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(arg.decode(errors="replace").endswith(program) for arg in args[:2]):
+                found.append(pid)
+        return found
 
     def processes(self) -> list[int]:
         pids = set(_pids_of(marker=self.marker))

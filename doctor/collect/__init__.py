@@ -32,7 +32,11 @@ class Budget:
     """A deadline shared by the collectors, so the whole run stays bounded."""
 
     def __init__(self, total_s: float):
-        self.deadline = time.monotonic() + total_s
+        self.started = time.monotonic()
+        self.deadline = self.started + total_s
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.started, 3)
 
     def left(self, cap: float) -> float:
         return max(0.5, min(cap, self.deadline - time.monotonic()))
@@ -89,11 +93,11 @@ class Unavailable(Exception):
     """The data source is not there (for example no dashboard); not a failure of rldoctor."""
 
 
-def _collect_from_fleet(doc: dict, conn, budget, fleet) -> None:
+def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = None) -> None:
     """versions and hosts from the probes' facts, then the network measurements."""
     from rldoctor.collect import network, versions
 
-    _run_section(doc, "probes", lambda: fleet.gather(budget))
+    _run_section(doc, "probes", lambda: fleet.gather(budget, silent))
     record = doc["collectors"].pop("probes")  # one probe fills two sections: they share its record
     doc.pop("probes", None)
     if record["status"] == "ok":
@@ -124,6 +128,18 @@ def _trainings(doc: dict, sources, fleet, budget) -> dict:
     return section
 
 
+def _control_plane(doc: dict, pings) -> dict:
+    """What the GCS, the dashboard and every raylet took to answer (RLD104, RLD101)."""
+    cluster = doc.get("cluster") or {}
+    state_api = {name: (doc["collectors"].get(name) or {}).get("duration_s")
+                 for name in ("actors", "workers", "demands")}
+    return {"gcs": {"first_call_ms": cluster.get("gcs_ms"), "rpc": "GetClusterId"},
+            "dashboard": {"ms": cluster.get("dashboard_ms"), "error": cluster.get("dashboard_error"),
+                          "waited_s": cluster.get("dashboard_waited_s"),
+                          "url": cluster.get("dashboard_url"), "state_api_calls_s": state_api},
+            "raylets": pings.section()}
+
+
 def _alive_ids(doc: dict) -> list[str]:
     if doc.get("nodes") is not None:
         return [n["node_id"] for n in doc["nodes"] if n.get("alive")]
@@ -133,15 +149,18 @@ def _alive_ids(doc: dict) -> list[str]:
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     extras: tuple[Callable[..., None], ...] = ()) -> dict:
+                     extras: tuple[Callable[..., None], ...] = (), leave: bool = True) -> dict:
     """One snapshot of the cluster at `address`, within `timeout_s`.
 
     Each of `extras` is called as `extra(conn, budget, fleet, doc)` once every section is
     collected and while the probe fleet is still up (the incident bundle reads logs and
     stacks through it); an extra that raises costs only what it would have added.
+    `leave=False` skips ray.shutdown() (a few hundred ms) for a caller that exits right
+    after: the probes are killed either way, and the driver's end ends its job.
     """
     from rldoctor.collect import actors, demands, nodes, objectstore, training, versions
     from rldoctor.collect import cluster as cluster_facts
+    from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
     from rldoctor.collect.fleet import Fleet
 
     budget = Budget(timeout_s)
@@ -159,36 +178,46 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
                                               "error": "the driver could not join (Ray version mismatch)"}
             return doc
         doc.setdefault("notes", []).extend(conn.auth.notes)
+        timing = doc["timing"] = {"joined_s": budget.elapsed()}
+        fleet = Fleet()
         try:
-            _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
             _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
-            fleet = Fleet()
-            try:
-                fleet.start(_alive_ids(doc))  # probe workers start while the state API answers
-                with ThreadPoolExecutor(max_workers=4) as pool:
-                    side = [pool.submit(_run_section, doc, name, func) for name, func in (
-                        ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
-                        ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
-                        ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
-                    )]
-                    sources = pool.submit(training.fetch_sources, conn, budget, doc.get("cluster"),
-                                          doc.get("nodes"))
-                    _run_section(doc, "object_store",
-                                 lambda: objectstore.collect(conn, budget, doc.get("nodes")))
-                    _collect_from_fleet(doc, conn, budget, fleet)
-                    for future in side:
-                        future.result()
-                _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
-                for extra in extras:
-                    try:
-                        extra(conn, budget, fleet, doc)
-                    except Exception as exc:
-                        doc.setdefault("notes", []).append(
-                            f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
-            finally:
-                fleet.shutdown()
+            # Probe workers start and every raylet is pinged while everything else is read.
+            fleet.start(_alive_ids(doc))
+            pings = RayletPings(doc.get("nodes"))
+            timing["probes_started_s"] = budget.elapsed()
+            _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                side = [pool.submit(_run_section, doc, name, func) for name, func in (
+                    ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
+                    ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
+                    ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
+                )]
+                sources = pool.submit(training.fetch_sources, conn, budget, doc.get("cluster"),
+                                      doc.get("nodes"))
+                silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
+                          f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}
+                timing["raylets_pinged_s"] = budget.elapsed()
+                _run_section(doc, "object_store",
+                             lambda: objectstore.collect(conn, budget, doc.get("nodes"), silent))
+                _collect_from_fleet(doc, conn, budget, fleet, silent)
+                timing["probed_s"] = budget.elapsed()
+                for future in side:
+                    future.result()
+            _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
+            doc["control_plane"] = _control_plane(doc, pings)
+            doc["collectors"]["control_plane"] = {"status": "ok"}
+            timing["collected_s"] = budget.elapsed()
+            for extra in extras:
+                try:
+                    extra(conn, budget, fleet, doc)
+                except Exception as exc:
+                    doc.setdefault("notes", []).append(
+                        f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
         finally:
-            connect.leave()
+            fleet.shutdown()
+            if leave:
+                connect.leave()
     others = (doc.get("actors") or {}).get("other_rldoctor_runs")
     if others:
         doc.setdefault("notes", []).append(

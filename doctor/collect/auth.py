@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,7 @@ class AuthDecision:
     token_source: str | None = None  # where the token came from, when one is used
     why: str = ""
     notes: list[str] = field(default_factory=list)  # for the report
+    gcs_ms: float | None = None  # how long the head's GCS took to answer the first call
 
     def to_json(self) -> dict:
         return {"mode": self.mode, "cluster": self.cluster, "token_source": self.token_source,
@@ -93,7 +95,9 @@ def decide(address: str) -> AuthDecision:
     asked = os.environ.get("RAY_AUTH_MODE")
     asked_mode = (asked or "").strip().lower() or None
     token, source = find_token()
+    started = time.perf_counter()
     answer = ask_gcs(address, None)
+    gcs_ms = round((time.perf_counter() - started) * 1000, 2)
     if answer == "silent":
         raise Undiagnosable(
             f"no answer from a Ray GCS at {address} within {PROBE_TIMEOUT_S:g}s (something "
@@ -135,6 +139,7 @@ def decide(address: str) -> AuthDecision:
             f"{decision.why}; rldoctor joined with RAY_AUTH_MODE={mode}"
             + (" as set here" if asked_mode == mode else
                ", the mode in which the cluster never refuses its own calls to rldoctor"))
+    decision.gcs_ms = gcs_ms
     apply(decision)
     return decision
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
+
+DASHBOARD_TIMEOUT_S = 3.0  # it answers its health routes in milliseconds when it is well
 
 
 def dashboard_get(url: str, path: str, timeout_s: float) -> dict:
@@ -15,6 +18,7 @@ def collect(conn, budget) -> dict:
     import ray
 
     facts = {
+        "gcs_ms": conn.auth.gcs_ms,
         "address": conn.address,
         "gcs_address": conn.gcs_address,
         "ray_version": ray.__version__,
@@ -25,12 +29,20 @@ def collect(conn, budget) -> dict:
         "namespace_used_by_rldoctor": conn.namespace,
     }
     if conn.dashboard_url:
+        started = time.perf_counter()
         try:
-            reply = dashboard_get(conn.dashboard_url, "/api/authentication_mode", budget.left(5))
+            reply = dashboard_get(conn.dashboard_url, "/api/authentication_mode",
+                                  budget.left(DASHBOARD_TIMEOUT_S))
             facts["auth_mode"] = reply.get("authentication_mode", facts["auth_mode"])
             facts["state_api"] = True
-        except OSError as exc:
-            facts["state_api_error"] = f"dashboard at {conn.dashboard_url} did not answer: {exc}"
+            facts["dashboard_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        except (OSError, ValueError) as exc:
+            waited = time.perf_counter() - started
+            facts["dashboard_error"] = (f"no answer within {waited:.1f}s" if "timed out" in str(exc)
+                                        else str(exc)[:200])
+            facts["dashboard_waited_s"] = round(waited, 2)
+            facts["state_api_error"] = (f"the dashboard at {conn.dashboard_url} (which serves Ray's "
+                                        f"state API) did not answer: {facts['dashboard_error']}")
     else:
         facts["state_api_error"] = ("the head runs no dashboard, so Ray's state API is off; "
                                     "restart the head with `ray start --head --include-dashboard=True` "

@@ -42,11 +42,19 @@ class Fleet:
             self._all.append(actor)
             self._pending[actor.facts.remote()] = (node_id, actor)
 
-    def gather(self, budget) -> None:
-        """Wait for the facts, all within one deadline; a node that does not answer is noted."""
+    def gather(self, budget, silent: dict[str, str] | None = None) -> None:
+        """Wait for the facts, all within one deadline; a node that does not answer is noted.
+
+        Nodes in `silent` (whose raylet did not answer a ping: {node id: why}) are not
+        waited for: their probes are noted as not started, with the raylet's silence.
+        """
         import ray
 
-        pending = self._pending
+        silent = silent or {}
+        pending = {ref: where for ref, where in self._pending.items() if where[0] not in silent}
+        for node_id, why in silent.items():
+            self.failed[node_id] = {"kind": "silent", "error": "not waited for: its raylet is "
+                                    "not answering", "raylet": why}
         wait_s = budget.left(PROBE_TIMEOUT_S)
         ready, not_ready = (ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
                             if pending else ([], []))
@@ -72,7 +80,7 @@ class Fleet:
 
         ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"]) for n in ray.nodes()}
         for node_id, failure in self.failed.items():
-            if node_id not in ports:
+            if node_id not in ports or failure.get("kind") == "silent":
                 continue
             try:
                 raylet_node_stats(*ports[node_id], timeout_s=budget.left(2.0))

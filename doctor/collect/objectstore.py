@@ -11,15 +11,19 @@ PER_NODE_TIMEOUT_S = 5.0
 MAX_PARALLEL = 16
 
 
-def collect(conn, budget, nodes: list[dict] | None) -> dict:
-    """{node_id: {store: {...}, top_owners: [...]}} plus per-node errors."""
+def collect(conn, budget, nodes: list[dict] | None, silent: dict[str, str] | None = None) -> dict:
+    """{node_id: {store: {...}, top_owners: [...]}} plus per-node errors.
+
+    Nodes in `silent` (their raylet did not answer a ping) are not asked again.
+    """
     import ray
 
     ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"])
              for n in ray.nodes() if n.get("Alive")}
     alive = [n["node_id"] for n in nodes if n.get("alive")] if nodes is not None else list(ports)
     timeout = budget.left(PER_NODE_TIMEOUT_S)
-    out: dict = {"nodes": {}, "failed": {}}
+    out: dict = {"nodes": {}, "failed": dict(silent or {})}
+    alive = [node_id for node_id in alive if node_id not in out["failed"]]
 
     def one(node_id):
         ip, port = ports[node_id]

@@ -53,6 +53,22 @@ def resource_demands(gcs_address: str, timeout_s: float) -> dict[str, Any]:
             "cluster_constraints": constraints}
 
 
+def raylet_ping(ip: str, port: int, timeout_s: float) -> None:
+    """One cheap RPC to a node's raylet (GetSystemConfig); raises if it does not answer in time.
+
+    With the channel Ray's own clients use (and its auth interceptor).
+    """
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
+
+    channel = init_grpc_channel(f"{ip}:{port}")
+    try:
+        node_manager_pb2_grpc.NodeManagerServiceStub(channel).GetSystemConfig(
+            node_manager_pb2.GetSystemConfigRequest(), timeout=timeout_s)
+    finally:
+        channel.close()
+
+
 def raylet_node_stats(ip: str, port: int, timeout_s: float) -> dict[str, Any]:
     """Object store figures and per-worker object counts straight from one node's raylet.
 
