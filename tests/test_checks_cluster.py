@@ -128,3 +128,54 @@ def test_rld103_ignores_dead_nodes_when_judging_feasibility():
     gone["alive"] = False
     [finding] = run(unschedulable_demand, data)
     assert finding.severity is Severity.FAIL
+
+
+# -- a silent raylet, a slow control plane (RLD101 "not answering", RLD104) -----------------
+
+def _with_silent_raylet(data: dict, node_id: str, answered_ms: float | None = None) -> dict:
+    data = copy.deepcopy(data)
+    why = "no answer to a ping (GetSystemConfig) within 2s"
+    data["versions"]["failed"][node_id] = {"kind": "silent", "error": "not waited for: its "
+                                           "raylet is not answering", "raylet": why}
+    data["object_store"]["failed"][node_id] = why
+    ping = {"rpc": "GetSystemConfig"}
+    ping.update({"ms": answered_ms} if answered_ms is not None else
+                {"error": "no answer to GetSystemConfig within 3.1s", "waited_s": 3.1})
+    data["control_plane"] = {"gcs": {"first_call_ms": 4.0, "rpc": "GetClusterId"},
+                             "dashboard": {"ms": 5.0, "url": "127.0.0.1:1"},
+                             "raylets": {node_id: ping}}
+    return data
+
+
+def test_rld101_a_silent_raylet_is_not_answering_not_dead():
+    data = fixture("healthy-3node")
+    node_id = data["nodes"][2]["node_id"]
+    [finding] = run(node_dead, _with_silent_raylet(data, node_id))
+    assert finding.severity is Severity.FAIL and finding.subject == f"node:{node_id}"
+    assert "is not answering" in finding.message and "within 3.1s" in finding.message
+    assert finding.evidence["state"] == "not answering" and "SIGCONT" in finding.fix
+
+
+def test_a_raylet_that_answered_late_is_rld104_slow_not_rld101():
+    from rldoctor.checks.cluster import control_plane_slow
+
+    data = fixture("healthy-3node")
+    node_id = data["nodes"][2]["node_id"]
+    late = _with_silent_raylet(data, node_id, answered_ms=2600.0)
+    assert run(node_dead, late) == []
+    [finding] = run(control_plane_slow, late)
+    assert finding.subject == f"node:{node_id}" and "2600 ms" in finding.message
+
+
+def test_rld104_names_a_dashboard_that_does_not_answer_and_a_slow_gcs():
+    from rldoctor.checks.cluster import control_plane_slow
+
+    data = _with_silent_raylet(fixture("healthy-3node"), fixture("healthy-3node")["nodes"][1]["node_id"], 3.0)
+    assert run(control_plane_slow, data) == []  # a healthy control plane
+    data["control_plane"]["dashboard"] = {"error": "no answer within 3.0s", "url": "127.0.0.1:1",
+                                          "waited_s": 3.0}
+    data["control_plane"]["gcs"]["first_call_ms"] = 4000.0
+    found = {f.subject: f for f in run(control_plane_slow, data)}
+    assert found["dashboard"].severity is Severity.FAIL and "did not answer" in found["dashboard"].message
+    assert found["cluster"].severity is Severity.FAIL and "4000 ms" in found["cluster"].message
+    assert "--num-cpus=0" in found["dashboard"].fix

@@ -98,6 +98,7 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
     address = state_api_address(cluster)
     if not address:
         raise Unavailable((cluster or {}).get("state_api_error") or "Ray's state API is not reachable")
+    started = time.perf_counter()
     timeout = int(budget.left(10))
     with ThreadPoolExecutor(max_workers=4) as pool:
         calls = pool.submit(list_tasks, address=address, detail=True, limit=MAX_ROWS,
@@ -122,6 +123,7 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
                         for w in workers.result()},
             "metrics": steps.result(),
             "fetched_at_ms": int(time.time() * 1000),
+            "fetch_s": round(time.perf_counter() - started, 3),
         }
 
 
@@ -227,7 +229,7 @@ def assemble(actors: dict | None, sources: dict, nodes: list[dict] | None) -> di
             training["driver"] = {"pid": job.get("driver_pid"), "ip": job.get("driver_ip"),
                                   "node_id": by_ip.get(job.get("driver_ip"))}
         trainings.append(training)
-    return {"trainings": trainings, "collected_at_ms": now_ms,
+    return {"trainings": trainings, "collected_at_ms": now_ms, "sources_fetch_s": sources.get("fetch_s"),
             "metrics": {k: v for k, v in (sources.get("metrics") or {}).items() if k != "steps"},
             "long_call_s": LONG_CALL_S}
 
