@@ -1,7 +1,7 @@
 """Object store pressure, spilling, host memory and /dev/shm: RLD301, RLD302, RLD303, RLD304.
 
-The seed article's fix for restarting workers ("raise object_store_memory") is
-right exactly when these checks find the object store full, and wrong otherwise.
+A common troubleshooting table's fix for restarting workers ("raise object_store_memory")
+is right exactly when these checks find the object store full, and wrong otherwise.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ _STORE_FIX = (
     "dropped; too much in flight in RLlib means lowering "
     "`env_runners(max_requests_in_flight_per_env_runner=...)` or the batch sizes "
     "(train_batch_size_per_learner, rollout_fragment_length); genuinely large working sets "
-    "need a bigger store: this is the case where the seed article's fix is right, raise "
+    "need a bigger store: this is the case where the common advice \"raise "
+    "object_store_memory\" is right: raise "
     "`--object-store-memory` on `ray start` (default 30% of RAM) and keep /dev/shm at least "
     "that big (Docker: `--shm-size`)."
 )
@@ -67,9 +68,10 @@ def object_store_pressure(snap, params):
         (`max_requests_in_flight_per_env_runner`, smaller batches), or raise
         `--object-store-memory` when the working set really is that big.
 
-    Article:
-        "Workers restart often: raise object_store_memory" is right in this case only:
-        when the object store is what is full.
+    Advice:
+        A common troubleshooting table says "workers restart often: not enough memory:
+        raise object_store_memory". That is right in this case only: when the object
+        store is what is full, as this check reports.
     """
     store = snap["object_store"]
     actors = {a["actor_id"]: a for a in (snap.get("actors") or {}).get("items") or []}
@@ -166,10 +168,34 @@ _HOST_MEMORY_FIX = (
 )
 
 
+_CGROUP_MEMORY_FIX = (
+    " This node runs in a memory-limited cgroup (a container, a pod, a systemd slice): its "
+    "limit, not the host's RAM, is what it may use, so raising the limit works too (Docker "
+    "`--memory`, Kubernetes `resources.limits.memory`, the group's memory.max or "
+    "memory.limit_in_bytes)."
+)
+
+
+def _memory_in_force(host: dict) -> dict | None:
+    """The tighter of the host's RAM and the raylet's cgroup limit (`hosts[n].memory_limit`,
+    absent from older snapshots), as {judged, used, total, used_bytes, source}."""
+    total, available = host.get("mem_total_bytes"), host.get("mem_available_bytes")
+    candidates = []
+    if total and available is not None:
+        candidates.append({"judged": "host", "used": 1 - available / total, "total": total,
+                           "used_bytes": total - available, "source": "host MemTotal"})
+    limit = host.get("memory_limit") or {}
+    if limit.get("kind") == "cgroup" and limit.get("bytes") and limit.get("used_bytes") is not None:
+        candidates.append({"judged": "cgroup", "used": limit["used_bytes"] / limit["bytes"],
+                           "total": limit["bytes"], "used_bytes": limit["used_bytes"],
+                           "source": limit.get("source") or "a cgroup limit"})
+    return max(candidates, key=lambda c: c["used"], default=None)
+
+
 @check("RLD303", "node-memory-pressure", area="memory", requires=("hosts",),
        params={"warn_margin": 0.10, "fail_margin": 0.03})
 def node_memory_pressure(snap, params):
-    """Host memory near Ray's OOM-kill threshold.
+    """Host or container memory near Ray's OOM-kill threshold.
 
     Symptom:
         Workers start dying with `OutOfMemoryError` (RLD402) or vanish (kernel OOM,
@@ -177,34 +203,58 @@ def node_memory_pressure(snap, params):
 
     Cause:
         The processes on the node (env runners, learners, their batches, the object
-        store, Ray's own daemons) use nearly all RAM. Ray's memory monitor kills workers
-        once use passes `RAY_memory_usage_threshold` (default 0.95) of the node's memory.
+        store, Ray's own daemons) use nearly all the memory the node may use: the host's
+        RAM or, in a container, the memory limit of the raylet's cgroup (v1
+        memory.limit_in_bytes, v2 memory.max), whichever is tighter. Ray's memory monitor
+        kills workers once use passes `RAY_memory_usage_threshold` (default 0.95) of the
+        node's memory; in a cgroup that it does not see, the kernel kills at the limit.
 
     Fix:
-        Fewer or smaller env runners per node, or more memory. Warned within 10 points
-        of the threshold, failed within 3 (settable).
+        Fewer or smaller env runners per node, or more memory (or a higher container
+        limit). Warned within 10 points of the threshold, failed within 3 (settable).
     """
     for node_id, host in sorted((snap["hosts"] or {}).items()):
-        total, available = host.get("mem_total_bytes"), host.get("mem_available_bytes")
-        if not total or available is None:
+        memory = _memory_in_force(host)
+        if memory is None:
             continue
-        used = 1 - available / total
+        used, total, used_bytes = memory["used"], memory["total"], memory["used_bytes"]
         threshold, source = kill_threshold_in_force(host)
         margin = threshold - used
         if margin > params["warn_margin"]:
             continue
         severity = fail if margin <= params["fail_margin"] else warn
         state = "above" if margin < 0 else f"within {margin * 100:.1f} points of"
-        yield severity(
-            f"node:{node_id}",
-            f"host memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
-            f"({_gib(total - available)} of {_gib(total)}), {state} the kill threshold "
-            f"{threshold * 100:.1f}% ({source})",
-            {"node_id": node_id, "used_fraction": round(used, 4), "kill_threshold": threshold,
-             "threshold_source": source, "mem_total_bytes": total,
-             "mem_available_bytes": available,
-             "margins": {"warn": params["warn_margin"], "fail": params["fail_margin"]}},
-            _HOST_MEMORY_FIX)
+        evidence = {"node_id": node_id, "used_fraction": round(used, 4),
+                    "kill_threshold": threshold, "threshold_source": source, "mem_total_bytes": host.get("mem_total_bytes"),
+                    "mem_available_bytes": host.get("mem_available_bytes"),
+                    "judged_against": memory["judged"], "limit_source": memory["source"],
+                    "memory_limit_bytes": total, "memory_used_bytes": used_bytes,
+                    "margins": {"warn": params["warn_margin"], "fail": params["fail_margin"]}}
+        if memory["judged"] == "host":
+            yield severity(
+                f"node:{node_id}",
+                f"host memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
+                f"({_gib(used_bytes)} of {_gib(total)}), {state} the kill threshold "
+                f"{threshold * 100:.1f}% ({source})",
+                evidence, _HOST_MEMORY_FIX)
+            continue
+        limit = host["memory_limit"]
+        host_total, host_free = host.get("mem_total_bytes"), host.get("mem_available_bytes")
+        host_used = 1 - host_free / host_total if host_total and host_free is not None else None
+        evidence.update(memory_limit=limit, host_used_fraction=(
+            round(host_used, 4) if host_used is not None else None))
+        message = (f"memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
+                   f"({_gib(used_bytes)} of {_gib(total)}, the memory limit of its raylet's "
+                   f"cgroup: {memory['source']}), {state} the kill threshold "
+                   f"{threshold * 100:.1f}% ({source})")
+        if host_used is not None:
+            message += f"; the host itself is {host_used * 100:.0f}% used"
+        if limit.get("ray_monitor_sees_limit") is False:
+            message += (f"; Ray's memory monitor reads {limit.get('ray_monitor_reads')}, not this "
+                        "cgroup, so it will not act before the kernel's OOM killer does at the "
+                        "limit: workers vanish with SIGKILL (RLD403) instead of an "
+                        "OutOfMemoryError")
+        yield severity(f"node:{node_id}", message, evidence, _HOST_MEMORY_FIX + _CGROUP_MEMORY_FIX)
 
 
 _SHM_FIX = (

@@ -140,7 +140,7 @@ def high_network_latency(snap, params):
         a second measurement, interleaved with the baseline's, finds it slow again; a node
         that recovers is named in the check's notes with both measurements.
 
-    Article:
+    Advice:
         A common troubleshooting table says "high network latency: nodes spread over
         availability zones: move nodes into one zone". That is right when the slow nodes
         are the ones in other zones; RLD203 says whether they are.
@@ -305,7 +305,7 @@ def cross_zone_spread(snap, params):
         One zone per cluster, or keep the learner and its env runners in one zone. It is
         a fail when the slow nodes (RLD201) are exactly the nodes outside the head's zone.
 
-    Article:
+    Advice:
         A common troubleshooting table says "high network latency: nodes across
         availability zones: move nodes into one zone"; that advice is right when this
         check fails.

@@ -87,10 +87,11 @@ def training_stall(snap, params):
         return that never improved is a warn, a falling one a warn, and one that improved
         once and is flat since an info (converged, or stuck on a plateau).
 
-    Article:
+    Advice:
         A common troubleshooting table says "training stalls: the parameter server is out
-        of sync: check the sync settings". The sync part is RLD602, measured from RLlib's
-        `weights_seq_no`; most stalls are the learner's own numbers, which this check reads.
+        of sync: check the sync settings". That is right when RLD602 finds the env runners'
+        `weights_seq_no` behind the learner's; most stalls are the learner's own numbers
+        (learning rate, KL, entropy), which this check reads.
     """
     for run in snap.get("runs") or []:
         yield from _run_stall(run, params)
@@ -155,9 +156,10 @@ def stale_weights(snap, params):
         In a run's results, env runners that report no `weights_seq_no` at all (NaN)
         while the learner's grows have not finished a sample with known weights.
 
-    Article:
+    Advice:
         A common troubleshooting table says "training stalls: parameter sync broken: check
-        the sync settings"; this check measures the sync instead of guessing it.
+        the sync settings". This check measures the sync instead of guessing it: the advice
+        is right when it fires, and beside the point when the runners keep up.
     """
     for run in snap.get("runs") or []:
         yield from _run_stale_weights(run, params)
@@ -242,11 +244,11 @@ def smoke_train_failed(snap, params):
         check` against the cluster for the node and worker findings it points to; rerun
         with `--time-budget` raised when the run was merely slow.
 
-    Article:
-        Older tutorials save with `trainer.save()` / `trainer.restore()` and serve with
-        `compute_single_action`; on Ray 2.60 those are `algo.save_to_path()`,
-        `Algorithm.from_checkpoint()` and `RLModule.forward_inference()`, which the round
-        trip uses.
+    Advice:
+        Older tutorials say "save with `trainer.save()`, restore with `trainer.restore()`,
+        serve with `compute_single_action()`". That was right on RLlib's old API stack; on
+        Ray 2.60 it is `algo.save_to_path()`, `Algorithm.from_checkpoint()` and
+        `RLModule.forward_inference()`, which the round trip uses.
     """
     smoke = snap["smoke"]
     outcome = smoke.get("outcome")
@@ -314,9 +316,10 @@ def poor_scaling(snap, params):
         For light envs, prefer more envs per runner (`num_envs_per_env_runner`) over more
         runners; add runners when the env step itself is the cost.
 
-    Article:
-        A common remark, "for a light env like CartPole, fewer workers can be faster", is
-        right; a single-node vs 2- vs 3-node comparison is what `--scaling` measures.
+    Advice:
+        A common remark says "for a light env like CartPole, fewer workers can be faster".
+        It is right when one env step costs less than the round trip of a sample batch;
+        a single-node vs 2- vs 3-node comparison is what `--scaling` measures.
     """
     scaling = snap["scaling"]
     runs = sorted((r for r in scaling.get("runs") or [] if r.get("status") == "ok"

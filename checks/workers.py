@@ -1,7 +1,7 @@
 """Actors that restart, workers killed for memory, workers that crash: RLD401, RLD402, RLD403.
 
-The seed article's first row ("workers restart often: not enough memory: raise
-object_store_memory") is split here into its real causes.
+A common troubleshooting table's first row ("workers restart often: not enough memory:
+raise object_store_memory") is split here into its real causes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ _ENV_RUNNER_RESTART_FIX = (
     "`config.fault_tolerance(restart_failed_env_runners=True, max_num_env_runner_restarts=N, "
     "delay_between_env_runner_restarts_s=60.0, restart_failed_sub_environments=True)`; the "
     "last one recreates just a failing sub-environment instead of the whole runner. The old "
-    "names `recreate_failed_workers` / `max_num_worker_restarts` from the seed article raise "
+    "names `recreate_failed_workers` / `max_num_worker_restarts` that older tutorials use raise "
     "a ValueError on this RLlib."
 )
 _ACTOR_RESTART_FIX = (
@@ -104,9 +104,11 @@ def actor_restarts(snap, params):
         `config.fault_tolerance(restart_failed_env_runners=..., max_num_env_runner_restarts=...,
         delay_between_env_runner_restarts_s=..., restart_failed_sub_environments=True)`.
 
-    Article:
-        The seed article blames "not enough memory" and raises object_store_memory. That
-        is one cause among several, and only when the object store is what is full.
+    Advice:
+        A common troubleshooting table says "workers restart often: not enough memory:
+        raise object_store_memory". That is right only when the object store is what is
+        full (RLD301); a worker killed for heap memory needs fewer or smaller env runners
+        per node (RLD402), and a crash needs its cause fixed (RLD403).
     """
     index = _DeathIndex(_dead_workers(snap))
     actors_section = snap["actors"]
@@ -178,7 +180,8 @@ _OOM_FIX = (
     "These kills are about heap memory: the node's processes together (env runners, "
     "learners, their sample batches, plus the object store's pages) used more than "
     "RAY_memory_usage_threshold of the node's RAM, so Ray killed the newest workers to save "
-    "the node. Raising object_store_memory (the seed article's fix for restarting workers) "
+    "the node. Raising object_store_memory (the fix a common troubleshooting table gives for "
+    "restarting workers) "
     "does not help here and can make it worse, because the store's memory counts too; it is "
     "the right knob only when the object store itself is full (RLD301). Instead: run fewer "
     "env runners per node (lower num_env_runners, or raise num_cpus_per_env_runner so fewer "

@@ -16,7 +16,7 @@ import click
 
 from rldoctor import __version__
 from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
-from rldoctor.model import Report, Severity
+from rldoctor.model import Severity
 from rldoctor.output import write_text
 from rldoctor.redact import redact
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
@@ -111,9 +111,13 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
           zone_label, settings, targets, runs, ignores, config):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
 
-    On a live cluster this includes the RLlib trainings running on it: their env runners
+    The report opens with the cluster: one row per node (state, CPUs, object store,
+    spilled, memory, round trip, bandwidth; the worst rows of a large cluster). On a
+    live cluster this includes the RLlib trainings running on it: their env runners
     and learners, the calls they are in and for how long, stacks of the stuck ones, lost
-    runners and throughput (RLD605, RLD606, RLD608).
+    runners and throughput (RLD605, RLD606, RLD608), and its security: token
+    authentication off (RLD701) and Ray ports open on every interface or a public
+    address (RLD702), read from each node's own /proc, never by scanning.
     """
     try:
         code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,

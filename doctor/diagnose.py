@@ -28,6 +28,14 @@ def diagnose(snap, source: dict, checks=None, params: dict | None = None,
         from rldoctor.training_view import summarize
 
         report.training = summarize(snap["training"], report.findings)
+    if snap.has("nodes") or snap.collector("nodes"):  # a cluster was examined, or tried
+        from rldoctor.overview import build
+
+        zone_label = ((params or {}).get("RLD203") or {}).get("zone_label")
+        report.cluster = build(snap, report.findings, zone_label)
+    from rldoctor.skipped import fold
+
+    report.folded_skips = fold(results, selected, snap)
     if snap.has("bundle"):
         from rldoctor.bundle.evidence import point_to_bundle
 

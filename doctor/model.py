@@ -41,12 +41,14 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: str = ""
     location: dict[str, Any] | None = None  # lint: {path, line, column}; in JSON only when set
+    muted: dict[str, Any] | None = None  # {reason, expires, source} when muted; in JSON only then
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["severity"] = self.severity.label
-        if out.get("location") is None:
-            out.pop("location", None)
+        for key in ("location", "muted"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
 
@@ -98,34 +100,52 @@ class Report:
     notes: list[str] = field(default_factory=list)  # e.g. plugins that failed to load
     figures: dict[str, Any] = field(default_factory=dict)  # smoke-train figures, when any
     training: list[dict] | None = None  # the RLlib trainings found on a live cluster
+    cluster: dict | None = None  # the overview of the nodes (rldoctor.overview), when there are any
+    # Skipped checks a run without a cluster folds into one line per cause (rldoctor.skipped)
+    folded_skips: list[dict] | None = None
 
     @property
     def findings(self) -> list[Finding]:
+        """Every finding, muted ones included (they stay in the report, marked)."""
         found = [f for r in self.results for f in r.findings]
         return sorted(found, key=lambda f: (-int(f.severity), f.code, f.subject))
+
+    @property
+    def active_findings(self) -> list[Finding]:
+        """The findings that count: status, counts and --fail-on leave muted ones out."""
+        return [f for f in self.findings if not f.muted]
+
+    @property
+    def muted_findings(self) -> list[Finding]:
+        return [f for f in self.findings if f.muted]
 
     @property
     def errored(self) -> list[CheckResult]:
         return [r for r in self.results if r.status == "error"]
 
     def counts(self) -> dict[str, int]:
+        """Findings that count per severity, muted ones apart (`muted`, `muted_<severity>`)."""
         counts = {s.label: 0 for s in Severity}
-        for f in self.findings:
+        for f in self.active_findings:
             counts[f.severity.label] += 1
+        muted = self.muted_findings
+        counts["muted"] = len(muted)
+        for s in Severity:
+            counts[f"muted_{s.label}"] = sum(1 for f in muted if f.severity == s)
         for status in CHECK_STATUSES:
             counts[f"checks_{status}"] = sum(1 for r in self.results if r.status == status)
         return counts
 
     @property
     def status(self) -> str:
-        """ok, warn, fail or error: the worst of the findings, error if a check errored."""
+        """ok, warn, fail or error: the worst finding that is not muted, error if a check errored."""
         if self.errored:
             return "error"
-        worst = max((f.severity for f in self.findings), default=None)
+        worst = max((f.severity for f in self.active_findings), default=None)
         return worst.label if worst else "ok"
 
     def exit_code(self, fail_on: Severity) -> int:
-        """0 when nothing reaches `fail_on`; 1 when a finding does or a check errored."""
+        """0 when no finding that is not muted reaches `fail_on`; 1 when one does or a check errored."""
         if self.errored:
             return 1
-        return 1 if any(f.severity >= fail_on for f in self.findings) else 0
+        return 1 if any(f.severity >= fail_on for f in self.active_findings) else 0

@@ -2,7 +2,8 @@
 
 A check is a pure function of a Snapshot, declared with `@check(...)`. Its
 docstring is its documentation: a one-line summary, then the sections
-Symptom, Cause and Fix (and optionally Article, for the seed article's row).
+Symptom, Cause and Fix (and optionally Advice: popular advice about the symptom, quoted,
+and when it is right; `explain` prints it as "Common advice"; "Article" is read as Advice).
 `rldoctor explain CODE` prints it and the README's error table is built from it.
 """
 
@@ -20,7 +21,8 @@ from rldoctor.model import Finding, Note, Severity
 CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("Symptom", "Cause", "Fix")
-_SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Article|Evidence|Options):\s*$")
+_SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Advice|Article|Evidence|Options):\s*$")
+_SECTION_ALIASES = {"Article": "Advice"}  # the older name of the Advice section
 ENTRY_POINT_GROUP = "rldoctor.checks"
 BUILTIN_MODULES = (
     "rldoctor.checks.cluster",
@@ -30,6 +32,7 @@ BUILTIN_MODULES = (
     "rldoctor.checks.workers",
     "rldoctor.checks.training",
     "rldoctor.checks.training_live",
+    "rldoctor.checks.security",
     "rldoctor.checks.code",
 )
 LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
@@ -82,7 +85,7 @@ def parse_doc(docstring: str) -> dict[str, str]:
     for line in lines:
         header = _SECTION_RE.match(line.strip()) if not line.startswith(" ") else None
         if header:
-            current = header.group(1)
+            current = _SECTION_ALIASES.get(header.group(1), header.group(1))
             sections[current] = []
             continue
         sections[current].append(line)

@@ -1,8 +1,9 @@
 """`rldoctor smoke-train`: PPO on CartPole-v1 across the cluster, proven to learn, measured.
 
-The active half of the doctor: it runs real work, the way the seed article deploys
-it (RLlib PPO, env runners spread over the nodes, a checkpoint that is restored and
-serves actions), and measures it the way the article's performance table does.
+The active half of the doctor: it runs real work, the way a popular PPO-on-CartPole
+cluster tutorial deploys it (RLlib PPO, env runners spread over the nodes, a checkpoint
+that is restored and serves actions), and measures it the way that tutorial's
+performance table does.
 
 Like the collectors, this module imports ray only inside functions: `rldoctor
 --help` stays light. It produces a snapshot document (schema rldoctor.snapshot/v1)
@@ -32,7 +33,7 @@ from rldoctor.errors import Undiagnosable, UsageError
 # ------------------------------------------------------------------------------------------
 # The smoke run's settings. Chosen for a fast, reliable CartPole-v1 run to a mean return of
 # 195 on a small machine (2 cores reach it in well under a minute, Ray start included), not
-# copied from the article (its 4000-step batches and 10 epochs of 256 take minutes).
+# copied from that tutorial (its 4000-step batches and 10 epochs of 256 take minutes).
 # benchmarks/smoke_vs_tuned.py measures them against RLlib's own tuned CartPole settings.
 # ------------------------------------------------------------------------------------------
 @dataclass
@@ -99,7 +100,7 @@ def rllib_tuned_settings(**overrides) -> SmokeSettings:
     return base
 
 
-DEFAULT_TARGET_RETURN = 195.0  # the article's goal (gym's "solved" threshold for CartPole)
+DEFAULT_TARGET_RETURN = 195.0  # the tutorial's goal (gym's "solved" threshold for CartPole)
 DEFAULT_TIME_BUDGET_S = 180.0
 RUNNER_CPU_STEPS = (1.0, 0.5, 0.25, 0.2, 0.1)
 

@@ -196,10 +196,39 @@ def record_runs() -> None:
             print(f"recorded {target.relative_to(HERE.parent)}")
 
 
+# An actor that serves something of its own on every interface, as a user's web UI would.
+LISTENING_ACTOR = """
+import socket
+
+@ray.remote(num_cpus=0)
+class OwnServer:
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("0.0.0.0", 0))
+        self.sock.listen()
+
+    def port(self):
+        return self.sock.getsockname()[1]
+
+server = OwnServer.options(name="own-server", lifetime="detached", label_selector={
+    "ray.io/node-id": NODE}).remote()
+print("=>", ray.get(server.port.remote()))
+"""
+
+
+def record_auth_off_exposed() -> None:
+    """auth-off-exposed: head + 1 worker with RAY_AUTH_MODE=disabled, the head's dashboard on
+    0.0.0.0, and on the worker an actor listening on 0.0.0.0 (a port of the user's own)."""
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(2)]
+    with LocalCluster(specs, token_auth=False, dashboard_host="0.0.0.0") as cluster:
+        cluster.run_driver(LISTENING_ACTOR.replace("NODE", repr(cluster.nodes[1].node_id)))
+        collect(cluster, "auth-off-exposed")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
              "network-delayed": record_network_delayed, "trainings": record_trainings,
-             "runs": record_runs}
+             "runs": record_runs, "auth-off-exposed": record_auth_off_exposed}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

@@ -158,7 +158,7 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     `leave=False` skips ray.shutdown() (a few hundred ms) for a caller that exits right
     after: the probes are killed either way, and the driver's end ends its job.
     """
-    from rldoctor.collect import actors, demands, nodes, objectstore, training, versions
+    from rldoctor.collect import actors, demands, nodes, objectstore, training
     from rldoctor.collect import cluster as cluster_facts
     from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
     from rldoctor.collect.fleet import Fleet
@@ -170,12 +170,10 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
         try:
             conn = connect.join(resolved, timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                 ray_log=ray_log)
-        except connect.VersionMismatch as exc:
-            doc["versions"] = versions.driver_only(str(exc))
-            doc["collectors"]["versions"] = {"status": "ok"}
-            for section in ("nodes", "demands", "cluster"):
-                doc["collectors"][section] = {"status": "error",
-                                              "error": "the driver could not join (Ray version mismatch)"}
+        except connect.VersionMismatch as exc:  # what needs no driver is still read
+            from rldoctor.collect import driverless
+
+            driverless.collect(doc, resolved, budget, exc)
             return doc
         doc.setdefault("notes", []).extend(conn.auth.notes)
         timing = doc["timing"] = {"joined_s": budget.elapsed()}

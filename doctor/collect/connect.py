@@ -128,7 +128,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     if "error" in outcome:
         exc = outcome["error"]
         if "version mismatch" in str(exc).lower():
-            raise VersionMismatch(str(exc))
+            raise VersionMismatch(str(exc), auth)
         raise Undiagnosable(_explain_init_error(address, exc))
     ctx = outcome["ctx"]
     gcs = ctx.address_info.get("gcs_address") or address
@@ -138,7 +138,15 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
 
 
 class VersionMismatch(Exception):
-    """Ray refused this driver because its Ray or Python differs from the cluster's."""
+    """Ray refused this driver because its Ray or Python differs from the cluster's.
+
+    `auth` is the mode rldoctor had chosen to join in: the GCS, the raylets and the state
+    API still answer a client in that mode (rldoctor.collect.driverless).
+    """
+
+    def __init__(self, message: str, auth: AuthDecision | None = None):
+        super().__init__(message)
+        self.auth = auth
 
 
 def leave() -> None:

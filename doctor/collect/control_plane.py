@@ -52,7 +52,7 @@ class RayletPings:
         left = max(0.0, PING_DEADLINE_S - (time.perf_counter() - self.started))
         wait(list(self._futures.values()), timeout=left)
         return {n for n, f in self._futures.items()
-                if not f.done() or f.exception() is not None}
+                if not f.done() or (f.exception() is not None and not _refused(f.exception()))}
 
     def section(self) -> dict:
         """{node id: {"ms": ..} or {"error": .., "waited_s": ..}}, without waiting any longer."""
@@ -63,8 +63,18 @@ class RayletPings:
                 out[node_id] = {"error": f"no answer to GetSystemConfig within {waited:g}s",
                                 "waited_s": waited, "rpc": "GetSystemConfig"}
             elif future.exception() is not None:
-                out[node_id] = {"error": error_line(future.exception(), 200), "rpc": "GetSystemConfig"}
+                out[node_id] = {"error": error_line(future.exception(), 200), "rpc": "GetSystemConfig",
+                                "refused": _refused(future.exception())}
             else:
                 out[node_id] = {"ms": round(future.result(), 2), "rpc": "GetSystemConfig"}
         self._pool.shutdown(wait=False, cancel_futures=True)
         return out
+
+
+def _refused(exc: BaseException) -> bool:
+    """The raylet answered, refusing rldoctor's credentials: it is up (RLD105), not silent."""
+    code = getattr(exc, "code", None)
+    try:
+        return callable(code) and code().name == "UNAUTHENTICATED"
+    except Exception:
+        return False

@@ -13,14 +13,23 @@ DEATH_REASONS = {
     4: "AUTOSCALER_DRAIN_IDLE",
 }
 HEAD_RESOURCE = "node:__internal_head__"
+# The ports each node's record in ray.nodes() names, under rldoctor's names for them.
+NODE_PORTS = {"node_manager": "NodeManagerPort", "object_manager": "ObjectManagerPort",
+              "metrics_export": "MetricsExportPort", "metrics_agent": "MetricsAgentPort",
+              "dashboard_agent_http": "DashboardAgentListenPort",
+              "runtime_env_agent": "RuntimeEnvAgentPort"}
 
 
 def collect(conn, budget) -> list[dict]:
     import ray
 
-    available = available_resources_per_node()
+    return rows(ray.nodes(), available_resources_per_node())
+
+
+def rows(table: list[dict], available: dict[str, dict]) -> list[dict]:
+    """The section from Ray's node table (`ray.nodes()` dicts) and the resources free now."""
     out = []
-    for n in ray.nodes():
+    for n in table:
         node_id = n["NodeID"]
         resources = dict(n.get("Resources") or {})
         alive = bool(n.get("Alive"))
@@ -37,6 +46,7 @@ def collect(conn, budget) -> list[dict]:
             "resources_total": resources,
             "resources_available": dict(available.get(node_id, {})) if alive else {},
             "metrics_export_port": n.get("MetricsExportPort"),
+            "ports": {name: n.get(key) for name, key in NODE_PORTS.items()},
         })
     out.sort(key=lambda node: (not node["is_head"], not node["alive"], node["node_id"]))
     return out

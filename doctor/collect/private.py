@@ -130,3 +130,46 @@ def auth_mode_in_effect() -> str:
 
     return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
 
+
+# -- without a driver: what a client Ray refused (a version mismatch) can still read ------
+
+def node_table_without_driver(gcs_address: str) -> tuple[list[dict], dict[str, dict[str, float]]]:
+    """(every node as `ray.nodes()` gives it, {node id: resources available now}), read
+    straight from the GCS, as `ray memory` does (ray._private.internal_api)."""
+    from ray._private.internal_api import get_state_from_address
+
+    state = get_state_from_address(gcs_address)
+    try:
+        return state.node_table(), state.available_resources_per_node()
+    finally:
+        state.disconnect()
+
+
+def gcs_kv_get(gcs_address: str, key: bytes, namespace: bytes, timeout_s: float) -> bytes | None:
+    """One value of the GCS's internal KV store, read with a GCS client (no driver)."""
+    from ray._raylet import GcsClient
+
+    return GcsClient(address=gcs_address).internal_kv_get(key, namespace, timeout=timeout_s)
+
+
+def recorded_cluster_versions(gcs_address: str, timeout_s: float) -> dict[str, str]:
+    """The Ray and Python versions the head recorded when it started, which Ray compares a
+    joining driver's with (ray._private.utils.check_version_info)."""
+    import json
+
+    from ray._common.usage.usage_constants import CLUSTER_METADATA_KEY
+    from ray._private.ray_constants import KV_NAMESPACE_CLUSTER
+
+    raw = gcs_kv_get(gcs_address, CLUSTER_METADATA_KEY, KV_NAMESPACE_CLUSTER, timeout_s)
+    metadata = json.loads(raw) if raw else {}
+    return {k: metadata[f"{k}_version"] for k in ("ray", "python") if metadata.get(f"{k}_version")}
+
+
+def dashboard_address(gcs_address: str, timeout_s: float) -> str | None:
+    """HOST:PORT of the dashboard (and Ray's state API), as the head recorded it in the GCS;
+    where Ray's own get_address_for_submission_client looks it up."""
+    from ray._private.ray_constants import DASHBOARD_ADDRESS, KV_NAMESPACE_DASHBOARD
+
+    raw = gcs_kv_get(gcs_address, DASHBOARD_ADDRESS.encode(), KV_NAMESPACE_DASHBOARD, timeout_s)
+    return raw.decode() if raw else None
+

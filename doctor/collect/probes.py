@@ -76,7 +76,150 @@ def host_here() -> dict:
             total, free = disk_of(path)
             host["raylet"][f"{key}_total_bytes"] = total
             host["raylet"][f"{key}_free_bytes"] = free
+    host["memory_limit"] = memory_limit_of(raylet_pid(), host["mem_total_bytes"],
+                                           host["mem_available_bytes"])
     return host
+
+
+# Where Ray's memory monitor reads a container's memory (the raylet's C++ monitor and its
+# Python twin ray._private.utils.get_cgroup_mem_stats): fixed paths at the mount root.
+RAY_MONITOR_CGROUP_DIRS = {1: "/sys/fs/cgroup/memory", 2: "/sys/fs/cgroup"}
+_CGROUP_FILES = {1: ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file",
+                     "total_active_file"),
+                 2: ("memory.max", "memory.current", "inactive_file", "active_file")}
+
+
+def raylet_pid() -> int:
+    """This node's raylet (a probe's parent), or this process when it runs elsewhere."""
+    import os
+
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+            first = f.read().split(b"\0")[0]
+    except OSError:
+        return os.getpid()
+    return os.getppid() if first.endswith(b"raylet") else os.getpid()
+
+
+def _cgroup_of(pid: int):
+    """(version, directory) of `pid`'s memory cgroup as mounted here, or (None, None).
+
+    /proc/PID/cgroup names the group inside its hierarchy; /proc/self/mountinfo says where
+    that hierarchy is mounted and which part of it (a container sees only its own subtree).
+    """
+    import os
+
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = [line.rstrip("\n").split(":", 2) for line in f]
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return None, None
+    paths = {}
+    for parts in lines:
+        if len(parts) == 3 and "memory" in parts[1].split(","):
+            paths[1] = parts[2]
+        elif len(parts) == 3 and parts[0] == "0" and parts[1] == "":
+            paths[2] = parts[2]
+    for version in (1, 2):
+        if version not in paths:
+            continue
+        for fields in mounts:
+            if "-" not in fields:
+                continue
+            dash = fields.index("-")
+            fstype, options = fields[dash + 1], (fields[dash + 3] if len(fields) > dash + 3 else "")
+            if (version == 1 and fstype == "cgroup" and "memory" in options.split(",")) or (
+                    version == 2 and fstype == "cgroup2"):
+                root, point, path = fields[3], fields[4], paths[version]
+                relative = path[len(root):] if root != "/" and path.startswith(root) else path
+                where = os.path.normpath(point + "/" + relative.lstrip("/"))
+                if not os.path.isdir(where):  # a cgroup namespace: the mount is the group
+                    where = point
+                usage_file = _CGROUP_FILES[version][1]
+                if os.path.exists(os.path.join(where, usage_file)):
+                    return version, where
+    return None, None
+
+
+def _read_int(path: str):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # v2 writes "max" for no limit
+
+
+def _keyed_ints(path: str) -> dict:
+    """`key value` lines (memory.stat, memory.events, memory.oom_control) as {key: int}."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if value.strip().isdigit():
+                    out[key] = int(value)
+    except OSError:
+        pass
+    return out
+
+
+def memory_limit_of(pid: int, mem_total, mem_available) -> dict:
+    """The memory the processes of `pid`'s cgroup may use, and how much of it they use.
+
+    The tightest limit on the way from `pid`'s own memory cgroup (v1 memory.limit_in_bytes,
+    v2 memory.max) up to the top of the mounted hierarchy; a limit at or above the host's
+    RAM is no limit (Ray caps it there too). Used is the group's usage minus its page cache
+    (active_file + inactive_file), the figure Ray's memory monitor uses. Without a limit:
+    the host's MemTotal and MemTotal - MemAvailable. Never raises.
+    """
+    import os
+
+    host_used = mem_total - mem_available if mem_total and mem_available is not None else None
+    found = {"bytes": mem_total, "used_bytes": host_used, "source": "host MemTotal",
+             "kind": "host", "pid": pid}
+    try:
+        version, where = _cgroup_of(pid)
+        if version is None:
+            return found
+        limit_file, usage_file, inactive, active = _CGROUP_FILES[version]
+        found.update(cgroup_version=version, cgroup_path=where)
+        best, best_dir = None, None
+        directory = where
+        for _ in range(64):  # up to the top of the hierarchy as mounted here
+            limit = _read_int(os.path.join(directory, limit_file))
+            if limit is not None and (best is None or limit < best):
+                best, best_dir = limit, directory
+            parent = os.path.dirname(directory)
+            if parent == directory or not os.path.exists(os.path.join(parent, usage_file)):
+                break
+            directory = parent
+        stat = _keyed_ints(os.path.join(where, "memory.stat"))
+        hierarchical = stat.get("hierarchical_memory_limit") if version == 1 else None
+        source = f"cgroup v{version} {limit_file} at {best_dir}"
+        if hierarchical is not None and (best is None or hierarchical < best):
+            best, best_dir = hierarchical, where  # set above the part of the tree we see
+            source = f"cgroup v1 hierarchical_memory_limit at {where}"
+        if best is None or not mem_total or best >= mem_total:
+            return found
+        stat = _keyed_ints(os.path.join(best_dir, "memory.stat"))
+        usage = _read_int(os.path.join(best_dir, usage_file))
+        if usage is None:
+            return found
+        cache = stat.get(inactive, 0) + stat.get(active, 0)
+        events = _keyed_ints(os.path.join(
+            best_dir, "memory.oom_control" if version == 1 else "memory.events"))
+        ray_dir = RAY_MONITOR_CGROUP_DIRS[version]
+        found.update(bytes=best, used_bytes=max(0, usage - cache), source=source, kind="cgroup",
+                     limit_path=best_dir, usage_bytes=usage, page_cache_bytes=cache,
+                     oom_kills=events.get("oom_kill"), ray_monitor_reads=ray_dir,
+                     ray_monitor_sees_limit=(os.path.normpath(best_dir) == ray_dir
+                                             and "hierarchical" not in source))
+    except Exception as exc:  # host facts must come back whatever the cgroup files hold
+        found["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    return found
 
 
 def disk_of(path: str):
@@ -127,12 +270,257 @@ def raylet_settings() -> dict:
     return settings
 
 
+# What listens on a node: its own socket table, limited to the node's Ray processes.
+LISTENING_DEADLINE_S = 2.0
+MAX_LISTENING = 256  # sockets kept per node; a node with more says how many were left out
+# Ray's processes, told apart by their command line, most specific first: (text, role).
+# Binaries are matched on argv[0]'s name, the rest anywhere in the first arguments.
+RAY_BINARIES = {"gcs_server": "gcs", "raylet": "raylet"}
+RAY_COMMAND_ROLES = (
+    ("ray-dashboard-", "dashboard"), ("ray/dashboard/dashboard.py", "dashboard"),
+    ("ray::DashboardAgent", "dashboard_agent"), ("ray/dashboard/agent.py", "dashboard_agent"),
+    ("ray::RuntimeEnvAgent", "runtime_env_agent"),
+    ("runtime_env/agent/main.py", "runtime_env_agent"),
+    ("ray.util.client.server", "client_server"), ("log_monitor.py", "log_monitor"),
+    ("ray/autoscaler/", "autoscaler"), ("default_worker.py", "worker"), ("ray::", "worker"),
+)
+HEAD_ROLES = ("gcs", "dashboard", "client_server", "autoscaler")  # outside the raylet's tree
+
+
+def _cmdline(pid) -> list:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def ray_role(args: list):
+    """The part of Ray a process is, from its command line; None for anything else."""
+    import os
+
+    if not args:
+        return None
+    binary = RAY_BINARIES.get(os.path.basename(args[0].split(" ")[0]))
+    if binary:
+        return binary
+    head = " ".join(args[:4])
+    return next((role for text, role in RAY_COMMAND_ROLES if text in head), None)
+
+
+def process_name(args: list) -> str:
+    """A short name for a process (its title, or program and script), never its arguments."""
+    import os
+
+    if not args:
+        return "?"
+    first = args[0].strip()
+    if first.startswith(("ray::", "ray-dashboard-")):
+        return first.split(" (")[0].strip()[:60]
+    name = os.path.basename(first.split(" ")[0])
+    if name.startswith("python"):
+        rest = iter(args[1:])
+        for arg in rest:
+            if arg == "-m":
+                return f"{name} -m {next(rest, '?')}"[:60]
+            if not arg.startswith("-"):
+                return f"{name} {os.path.basename(arg)}"[:60]
+    return name[:60]
+
+
+def _flags(args: list) -> dict:
+    """`--key=value` arguments as {key with dashes as underscores: value}; bare flags map to ''."""
+    out = {}
+    for arg in args:
+        if arg.startswith("--"):
+            key, _, value = arg[2:].partition("=")
+            out[key.replace("-", "_")] = value
+    return out
+
+
+def _raylet_above(pid: int, levels: int = 4):
+    """The raylet this process descends from (a worker's parent, or a few levels up)."""
+    for _ in range(levels):
+        pid = _parent_of(pid)
+        if not pid:
+            return None
+        if ray_role(_cmdline(pid)) == "raylet":
+            return pid
+    return None
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _tcp_listeners() -> dict:
+    """{socket inode: (address, port)} of every TCP socket listening in this network namespace."""
+    import ipaddress
+
+    found = {}
+    for path, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+                continue
+            hex_addr, _, hex_port = fields[1].partition(":")
+            raw = bytes.fromhex(hex_addr)
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host order words
+            addr = ipaddress.ip_address(raw) if len(raw) == width else None
+            if addr is None:
+                continue
+            if addr.version == 6 and addr.ipv4_mapped is not None:
+                addr = addr.ipv4_mapped
+            found[int(fields[9])] = (str(addr), int(hex_port, 16))
+    return found
+
+
+def host_addresses() -> list:
+    """The addresses of this host's interfaces (IPv4 from the kernel's local routes, IPv6)."""
+    import ipaddress
+
+    found = []
+    try:
+        with open("/proc/net/fib_trie") as f:
+            lines = f.read().splitlines()
+        for previous, line in zip(lines, lines[1:]):
+            if "/32 host LOCAL" in line:
+                candidate = previous.split()[-1]
+                if candidate not in found:
+                    found.append(candidate)
+    except OSError:
+        pass
+    try:
+        with open("/proc/net/if_inet6") as f:
+            for line in f:
+                text = str(ipaddress.ip_address(bytes.fromhex(line.split()[0])))
+                if text not in found:
+                    found.append(text)
+    except (OSError, ValueError, IndexError):
+        pass
+    return found[:32]
+
+
+def listening_here() -> dict:
+    """The TCP ports this node's Ray processes listen on, read from the node's own /proc.
+
+    The node's processes are its raylet and everything below it (workers, the dashboard
+    agent, the runtime env agent) and, on the head, the GCS, dashboard, Ray Client server
+    and autoscaler of the same session. Nothing is sent anywhere: this reads
+    /proc/net/tcp{,6}, which sockets each of those processes holds (/proc/PID/fd), and
+    their command lines (kept only as a short name, never their arguments).
+    """
+    import os
+    import time
+
+    started = time.monotonic()
+    deadline = started + LISTENING_DEADLINE_S
+    out = {"status": "ok", "sockets": [], "host_addresses": host_addresses(),
+           "tls": os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true")}
+    raylet = _raylet_above(os.getpid())
+    if not raylet:
+        return {**out, "status": "unavailable",
+                "why": "this probe is not a descendant of a raylet on its node"}
+    raylet_args = _cmdline(raylet)
+    flags = _flags(raylet_args)
+    out["node_ip"] = flags.get("node_ip_address")
+    try:
+        low, high = int(flags.get("min_worker_port", "")), int(flags.get("max_worker_port", ""))
+        out["worker_ports"] = [low, high] if low and high else None
+    except ValueError:
+        out["worker_ports"] = None
+    children, commands = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            children.setdefault(_parent_of(int(entry)), []).append(int(entry))
+    roles = {raylet: "raylet"}
+    commands[raylet] = raylet_args
+    session, gcs = flags.get("session_dir"), flags.get("gcs_address")
+    if "head" in flags and (session or gcs):  # the head's own services of this session
+        for pid in (pid for pids in children.values() for pid in pids):
+            if time.monotonic() > deadline:
+                break
+            args = _cmdline(pid)
+            role = ray_role(args)
+            if role not in HEAD_ROLES:
+                continue
+            named = _flags(args)
+            if (session and session in " ".join(args)) or (
+                    gcs and gcs in (named.get("address"), named.get("gcs_address"))):
+                roles[pid], commands[pid] = role, args
+    order = list(roles)
+    for pid in order:  # breadth first: a process's role is its own, or its parent's
+        for child in children.get(pid, []):
+            if child in roles:
+                continue
+            args = _cmdline(child)
+            own = ray_role(args)
+            parent = roles[pid]
+            roles[child] = own or ("worker_child" if parent in ("raylet", "worker", "worker_child")
+                                   else parent)
+            commands[child] = args
+            order.append(child)
+    listeners = _tcp_listeners()
+    owners, unreadable = {}, 0
+    for pid in order:
+        if pid == os.getpid():  # this probe's own worker port is rldoctor's, not the patient's
+            continue
+        if time.monotonic() > deadline:
+            out["status"] = "partial"
+            left = len(order) - order.index(pid)
+            out["why"] = f"stopped after {LISTENING_DEADLINE_S:g}s with {left} process(es) left to read"
+            break
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            unreadable += 1
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inode = int(link[8:-1])
+                if inode in listeners and inode not in owners:
+                    owners[inode] = pid
+    seen = set()
+    for inode, pid in owners.items():
+        address, port = listeners[inode]
+        if (address, port) in seen:
+            continue
+        seen.add((address, port))
+        out["sockets"].append({"address": address, "port": port, "pid": pid, "role": roles[pid],
+                               "process": process_name(commands.get(pid) or [])})
+    out["sockets"].sort(key=lambda s: (s["port"], s["address"]))
+    if len(out["sockets"]) > MAX_LISTENING:
+        out["truncated"] = len(out["sockets"]) - MAX_LISTENING
+        out["sockets"] = out["sockets"][:MAX_LISTENING]
+    out["processes"] = len(order)
+    out["unreadable_processes"] = unreadable
+    if unreadable and out["status"] == "ok":
+        out["status"] = "partial"
+        out["why"] = (f"{unreadable} process(es) of the node would not show their sockets "
+                      "(permissions)")
+    out["duration_s"] = round(time.monotonic() - started, 3)
+    return out
+
+
 def node_facts() -> dict:
     """Everything one probe learns about the node it runs on."""
     import ray
 
     return {"node_id": ray.get_runtime_context().get_node_id(),
-            "versions": versions_here(), "host": host_here()}
+            "versions": versions_here(), "host": {**host_here(), "listening": listening_here()}}
 
 
 PY_SPY_MAX_BYTES = 512 * 1024  # a dump of a process with hundreds of threads stays bounded
@@ -170,7 +558,6 @@ def py_spy_dump(pid: int, timeout_s: float) -> dict:
     {"status": "ok", "text", "duration_s"} or {"status": "failed", "error", "duration_s"}.
     py-spy pauses the process for the few milliseconds of the dump.
     """
-    import os
     import subprocess
     import sys
     import time

@@ -62,12 +62,22 @@ def _say(text: str) -> None:
     sys.stderr.write(f"rldoctor: {text}\n")
 
 
-def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool) -> int:
+def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
+             ignores=(), config: str | None = None) -> int:
+    from rldoctor import muting
     from rldoctor.output import write_text
+    from rldoctor.registry import load_registry
 
     if diff and fix:
         raise UsageError("--diff and --fix are exclusive: --diff shows the fixes, --fix applies them")
-    report, problems, doc = diagnose(paths)
+    mutes, mute_notes = muting.load(ignores, config, load_registry())  # a bad file: exit 2
+
+    def diagnose_muted():
+        report, problems, doc = diagnose(paths)
+        muting.apply(report, mutes, mute_notes)
+        return report, problems, doc
+
+    report, problems, doc = diagnose_muted()
     records = {f["path"]: f for f in doc["lint"]["files"]}
     if diff or fix:
         from rldoctor.lint import fixes
@@ -76,13 +86,14 @@ def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool) ->
         if diff:
             text, count = fixes.unified_diff(plans)
             write_text(text, None)
-            left = len(report.findings) - sum(1 for f in report.findings if f.evidence.get("edits"))
+            left = len(report.active_findings) - sum(1 for f in report.active_findings
+                                                     if f.evidence.get("edits"))
             _say(f"{count} mechanical fix(es) in {len(plans)} file(s); `--fix` applies them; "
                  f"{left} finding(s) need judgement and are not rewritten")
             return exit_code(report, problems, fail_on)
         count, files = fixes.apply_fixes(plans)
         _say(f"applied {count} mechanical fix(es) in {files} file(s); what is left needs judgement:")
-        report, problems, doc = diagnose(paths)
+        report, problems, doc = diagnose_muted()
     write_text(render(report, problems, fmt), None)
     code = exit_code(report, problems, fail_on)
     if code == EXIT_UNDIAGNOSABLE:

@@ -31,7 +31,7 @@ class FilePlan:
 def plans(report, documents: dict[str, dict]) -> list[FilePlan]:
     """One plan per file that has mechanical edits, in path order."""
     by_path: dict[str, FilePlan] = {}
-    for f in report.findings:
+    for f in report.active_findings:  # a muted finding was accepted as it is
         edits = (f.evidence or {}).get("edits") or []
         if not edits or not f.location:
             continue

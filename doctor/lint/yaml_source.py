@@ -137,7 +137,7 @@ def load_yaml(text: str) -> list[YamlDocument]:
     except yaml.YAMLError as exc:
         raise YamlProblem("yaml-error", f"not valid YAML: {exc}") from None
     except RecursionError:
-        raise YamlProblem("yaml-error", f"nested too deeply to parse; not linted") from None
+        raise YamlProblem("yaml-error", "nested too deeply to parse; not linted") from None
     finally:
         loader.dispose()
     return docs

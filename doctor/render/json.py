@@ -24,6 +24,8 @@ def report_document(report: Report) -> dict:
         doc["figures"] = report.figures
     if report.training is not None:
         doc["training"] = report.training
+    if report.cluster is not None:
+        doc["cluster"] = report.cluster
     return doc
 
 

@@ -11,6 +11,7 @@ is the one written out for that line; `rldoctor explain CODE` says more.
 from __future__ import annotations
 
 from rldoctor.model import Report
+from rldoctor.render.text import mute_text
 
 
 def _where(location: dict) -> str:
@@ -35,7 +36,9 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
         else:
             tail = f" ({_one_line(replacement, 240)})" if replacement else ""
         key = (where.get("path", ""), where.get("cell", 0), where.get("line", 0), where.get("column", 0), f.code)
-        rows.append((key, f"{_where(where)}: {f.code} [{f.severity.label}] {_one_line(f.message)}{tail}{block}"))
+        muted = f" [muted: {_one_line(mute_text(f), 200)}]" if f.muted else ""
+        rows.append((key, f"{_where(where)}: {f.code} [{f.severity.label}]{muted} "
+                          f"{_one_line(f.message)}{tail}{block}"))
     for p in problems or []:
         line = p.get("line") or 0
         column = p.get("column") or 0
@@ -48,8 +51,9 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     counts = report.counts()
     files = report.source.get("files", 0)
     skipped = len(problems or [])
-    summary = (f"{counts['fail']} fail, {counts['warn']} warn, {counts['info']} info in {files} file(s)"
-               + (f", {skipped} not linted" if skipped else ""))
+    summary = (f"{counts['fail']} fail, {counts['warn']} warn, {counts['info']} info"
+               + (f" ({counts['muted']} more muted)" if counts["muted"] else "")
+               + f" in {files} file(s)" + (f", {skipped} not linted" if skipped else ""))
     if report.findings:
         codes = sorted({f.code for f in report.findings})
         summary += f"; `rldoctor explain {codes[0]}` says more"

@@ -5,16 +5,33 @@ from __future__ import annotations
 import json
 
 from rldoctor.model import Report
-from rldoctor.render.text import source_line, summary_line
+from rldoctor.render.text import folded_codes, mute_text, source_line, summary_line
 
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _finding(f) -> list[str]:
+    out = [f"#### {f.severity.label.upper()} {f.code} `{f.subject}`" + (" (muted)" if f.muted else "")]
+    if f.muted:
+        out += ["", f"**Muted:** {_cell(mute_text(f))}"]
+    out += ["", _cell(f.message), ""]
+    if f.fix:
+        out += [f"**Fix:** {_cell(f.fix)}", ""]
+    if f.evidence:
+        out += ["<details><summary>evidence</summary>", "", "```json",
+                json.dumps(f.evidence, indent=2, default=str), "```", "", "</details>", ""]
+    return out
+
+
 def render_markdown(report: Report) -> str:
     out = [f"## rldoctor report: {report.status.upper()}", "",
            f"Source: `{source_line(report).strip()}`  ", summary_line(report), ""]
+    if report.cluster is not None:
+        from rldoctor.render.overview import markdown_lines
+
+        out += ["### Cluster", ""] + markdown_lines(report.cluster, _cell) + [""]
     if report.training is not None:
         from rldoctor.training_view import headline, member_line, not_fine
 
@@ -27,20 +44,24 @@ def render_markdown(report: Report) -> str:
                     for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m)]
         out.append("")
     out += ["| code | check | status | time | detail |", "|---|---|---|---|---|"]
+    folded = folded_codes(report)
     for r in report.results:
-        out.append(f"| {r.code} | {r.name} | {r.status} | {r.duration_s:.2f}s | {_cell(r.detail)} |")
-    findings = report.findings
+        if r.code not in folded:
+            out.append(f"| {r.code} | {r.name} | {r.status} | {r.duration_s:.2f}s | {_cell(r.detail)} |")
+    if report.folded_skips:
+        out += [""] + [_cell(group["line"]) + "  " for group in report.folded_skips]
+    findings = report.active_findings
     out += ["", f"### Findings ({len(findings)})", ""]
     if not findings:
-        out.append("No findings.")
+        out.append("No findings." if not report.muted_findings else "No findings that are not muted.")
     for f in findings:
-        out.append(f"#### {f.severity.label.upper()} {f.code} `{f.subject}`")
-        out += ["", _cell(f.message), ""]
-        if f.fix:
-            out += [f"**Fix:** {_cell(f.fix)}", ""]
-        if f.evidence:
-            out += ["<details><summary>evidence</summary>", "", "```json",
-                    json.dumps(f.evidence, indent=2, default=str), "```", "", "</details>", ""]
+        out += _finding(f)
+    muted = report.muted_findings
+    if muted:
+        out += [f"### Muted ({len(muted)})", "",
+                "Accepted findings: kept here, counted apart, left out of the status and --fail-on.", ""]
+    for f in muted:
+        out += _finding(f)
     if report.notes:
         out += ["### Notes", ""] + [f"- {_cell(n)}" for n in report.notes]
     return "\n".join(out).rstrip() + "\n"

@@ -7,7 +7,7 @@ import textwrap
 from tabulate import tabulate
 
 from rldoctor.model import Report
-from rldoctor.render.text import source_line, summary_line
+from rldoctor.render.text import folded_codes, mute_text, source_line, summary_line
 
 _WIDTH = 100
 
@@ -19,6 +19,10 @@ def _wrap(text: str, indent: str) -> str:
 
 def render_table(report: Report) -> str:
     out = [f"rldoctor report for {source_line(report)}", summary_line(report), ""]
+    if report.cluster is not None:
+        from rldoctor.render.overview import table_lines
+
+        out += table_lines(report.cluster) + [""]
     if report.training is not None:
         from rldoctor.training_view import block_lines
 
@@ -26,11 +30,14 @@ def render_table(report: Report) -> str:
         out += [f"Training ({len(report.training)} found):"] + \
             ["  " + line for line in lines or ["none: no RLlib env runner, learner or algorithm "
                                                "actor on the cluster"]] + [""]
+    folded = folded_codes(report)
     rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
-             textwrap.shorten(r.detail, 70, placeholder=" ...")] for r in report.results]
+             textwrap.shorten(r.detail, 70, placeholder=" ...")]
+            for r in report.results if r.code not in folded]
     out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],
                         tablefmt="simple"))
-    findings = report.findings
+    out += [_wrap(group["line"], "") for group in report.folded_skips or []]
+    findings = report.active_findings
     if findings:
         out += ["", f"Findings ({len(findings)}):"]
         for f in findings:
@@ -40,7 +47,13 @@ def render_table(report: Report) -> str:
             if f.fix:
                 out.append(_wrap("fix: " + f.fix, "      "))
     else:
-        out += ["", "No findings."]
+        out += ["", "No findings." if not report.muted_findings else "No findings that are not muted."]
+    muted = report.muted_findings
+    if muted:
+        out += ["", f"Muted ({len(muted)}):"]
+        out += [f"{f.severity.label.upper():<5} {f.code}  {f.subject}: "
+                f"{textwrap.shorten(f.message, 80, placeholder=' ...')} -- muted: {mute_text(f)}"
+                for f in muted]
     for note in report.notes:
         out.append(_wrap("note: " + note, ""))
     return "\n".join(out) + "\n"
