@@ -262,23 +262,42 @@ def oom_kills(snap, params):
             "last_message": _short(events[0]["detail"], 400)},
             _OOM_FIX.format(node_id=node_id))
 
-    # The kernel's OOM killer leaves no trace in Ray except a worker that vanished.
+    # The kernel's OOM killer leaves no trace in Ray except a worker that vanished. The
+    # kernel's own log names the pids it killed; without it, only the OOM counter of the
+    # node's own cgroup counts (the host-wide one counts every cgroup since boot).
     vanished: dict[str, list[dict]] = defaultdict(list)
     for w in dead:
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
             vanished[w["node_id"]].append(w)
     for node_id, workers in sorted(vanished.items()):
         host = (snap.get("hosts") or {}).get(node_id) or {}
-        counters = {k: host.get(k) for k in ("kernel_oom_kills", "cgroup_oom_kills")}
+        log = host.get("kernel_oom_log") or {}
+        evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
+                    "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
+        if log.get("readable"):
+            killed = {k["pid"]: k for k in log.get("kills") or []}
+            matched = [w for w in workers if w.get("pid") in killed]
+            if not matched:
+                continue  # the kernel killed none of them: RLD403 reports the crash
+            evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
+            yield warn(f"node:{node_id}",
+                       f"{len(matched)} worker(s) on node {node_id[:12]} were killed by the "
+                       f"kernel's OOM killer (the kernel log says \"Killed process "
+                       f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
+                       + (f", in memory cgroup {killed[matched[0]['pid']]['memcg']}"
+                          if killed[matched[0]["pid"]].get("memcg") else "") + ")",
+                       evidence, _KERNEL_OOM_FIX)
+            continue
+        limit = host.get("memory_limit") or {}
+        counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
         if not any(counters.values()):
             continue
         yield warn(f"node:{node_id}",
                    f"{len(workers)} worker(s) on node {node_id[:12]} vanished without notice and "
-                   f"the kernel's OOM killer has been active on that host "
-                   f"({', '.join(f'{k}={v}' for k, v in counters.items() if v)} since boot): "
-                   "they may have been killed for memory by the kernel",
-                   {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]], **counters},
-                   _KERNEL_OOM_FIX)
+                   f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
+                   "in the node's memory cgroup: they may have been killed for memory by the "
+                   f"kernel (its log is not readable here: {log.get('error') or 'not collected'})",
+                   {**evidence, **counters}, _KERNEL_OOM_FIX)
 
 
 _CRASH_FIX = (

@@ -90,13 +90,36 @@ def test_rld402_old_kills_are_info():
     assert finding.severity is Severity.INFO
 
 
-def test_rld402_kernel_oom_killer_suspected_when_host_counter_moved():
+def _vanished_pids(data, node_id):
+    return [w["pid"] for w in data["workers"]["dead"] if w["node_id"] == node_id
+            and w["exit_type"] == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or "")]
+
+
+def test_rld402_a_worker_the_kernel_log_says_it_killed_is_an_oom_kill():
+    data = copy.deepcopy(FAULTS)
+    node1 = BY_IP["127.0.0.11"]
+    pid = _vanished_pids(data, node1)[0]
+    data["hosts"][node1]["kernel_oom_log"] = {"readable": True, "kills": [
+        {"pid": pid, "name": "ray::Victim", "memcg": "/kubepods/pod1", "at": 1.0}]}
+    [kernel] = [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"]
+    assert kernel.severity is Severity.WARN and f"Killed process {pid}" in kernel.message
+    assert "/kubepods/pod1" in kernel.message and "dmesg" in kernel.fix
+
+
+def test_rld402_the_hosts_oom_counter_since_boot_alone_blames_no_worker():
+    """A kernel OOM kill anywhere on the host, any time since boot, proves nothing about
+    the worker that vanished: the kernel log (or the node's own cgroup) must say so."""
     data = copy.deepcopy(FAULTS)
     node1 = BY_IP["127.0.0.11"]
     data["hosts"][node1]["kernel_oom_kills"] = 2
-    kernel = [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"]
-    assert len(kernel) == 1 and kernel[0].severity is Severity.WARN
-    assert "kernel" in kernel[0].message and "dmesg" in kernel[0].fix
+    data["hosts"][node1]["kernel_oom_log"] = {"readable": True, "kills": [
+        {"pid": 999_999, "name": "python", "memcg": "/elsewhere", "at": 1.0}]}
+    assert [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"] == []
+    data["hosts"][node1]["kernel_oom_log"] = {"readable": False, "error": "PermissionError"}
+    assert [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"] == []
+    data["hosts"][node1]["cgroup_oom_kills"] = 1  # the node's own cgroup saw a kill
+    [kernel] = [f for f in run(oom_kills, data) if f.subject == f"node:{node1}"]
+    assert "may have been killed" in kernel.message and "PermissionError" in kernel.message
 
 
 def test_rld403_crashes_grouped_per_node_not_counting_memory_kills():

@@ -81,3 +81,48 @@ def test_snapshot_hosts_carry_the_memory_limit_of_every_node(limited_cluster, tm
     # The recorded snapshot gives the same judgement offline.
     offline = run_rldoctor("check", "--from", str(path), "--only", "RLD303", "--format", "json")
     assert [f["subject"] for f in offline.findings("RLD303")] == [f"node:{limited}"], offline
+
+
+KILL_LIMIT = 700 * 2**20
+HOG = """
+import os, time
+@ray.remote(num_cpus=0, max_restarts=0)
+class Hog:
+    def pid(self):
+        return os.getpid()
+    def eat(self, mib):
+        blocks = [bytearray(2**20) for _ in range(mib)]
+        time.sleep(30)
+        return len(blocks)
+h = Hog.options(name="hog", lifetime="detached", namespace="oom",
+                label_selector={"ray.io/node-id": NODE}).remote()
+pid = ray.get(h.pid.remote())
+ref = h.eat.remote(1200)
+try:
+    ray.get(ref, timeout=60)
+    print("=>", pid, "survived")
+except Exception as exc:
+    print("=>", pid, type(exc).__name__)
+"""
+
+
+def test_a_worker_the_kernel_oom_killer_took_is_rld402_with_its_pid(tmp_path):
+    """A real kernel OOM kill: an actor in a 700 MiB cgroup asks for 1.2 GiB. Ray's own
+    monitor reads the host's memory here, so the kernel acts first; its log names the pid."""
+    with cgroups.MemoryCgroup(KILL_LIMIT) as group:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}),
+                 NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, cgroup=group.path)]
+        with LocalCluster(specs) as cluster:
+            node = cluster.nodes[1].node_id
+            pid, outcome = cluster.run_driver(f"NODE = {node!r}\n" + HOG, timeout=120).split()
+            assert outcome != "survived", outcome
+            from conftest import wait_for_findings
+
+            result, found = wait_for_findings(
+                cluster, "RLD402", lambda f: f["subject"] == f"node:{node}")
+            assert found, result
+            [finding] = found
+            assert f"Killed process {pid}" in finding["message"], finding
+            assert [k["pid"] for k in finding["evidence"]["kernel_log"]] == [int(pid)]
+            # The head, outside the group, is not blamed.
+            assert [f["subject"] for f in result.findings("RLD402")] == [f"node:{node}"]

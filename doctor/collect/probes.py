@@ -78,7 +78,58 @@ def host_here() -> dict:
             host["raylet"][f"{key}_free_bytes"] = free
     host["memory_limit"] = memory_limit_of(raylet_pid(), host["mem_total_bytes"],
                                            host["mem_available_bytes"])
+    host["kernel_oom_log"] = kernel_oom_kills_here()
     return host
+
+
+KERNEL_LOG_KILLS_KEPT = 200
+
+
+def kernel_oom_kills_here() -> dict:
+    """The kernel's own record of its OOM kills on this host, read from /dev/kmsg.
+
+    {"readable": True, "kills": [{"pid", "name", "memcg", "at"}...]} (the newest
+    KERNEL_LOG_KILLS_KEPT, `at` in epoch seconds), or {"readable": False, "error"} when
+    the log is not readable here (kernel.dmesg_restrict, a container without it). It
+    names the pids the kernel killed, so a worker that vanished can be matched to a
+    kernel OOM kill instead of guessed from a counter that counts since boot.
+    """
+    import os
+    import re
+
+    killed = re.compile(r"Killed process (\d+) \(([^)]*)\)")
+    memcg = re.compile(r"oom-kill:.*task_memcg=([^,]*),.*pid=(\d+)")
+    try:
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, StopIteration, ValueError) as exc:
+        return {"readable": False, "error": f"{type(exc).__name__}: {exc}"[:200]}
+    kills, groups = [], {}
+    try:
+        for _ in range(100_000):  # the ring buffer is bounded; so is this loop
+            try:
+                record = os.read(fd, 8192).decode("utf-8", errors="replace")
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == 32:  # EPIPE: the record was overwritten while read
+                    continue
+                return {"readable": False, "error": f"{type(exc).__name__}: {exc}"[:200]}
+            head, _, message = record.partition(";")
+            group = memcg.search(message)
+            if group:
+                groups[int(group.group(2))] = group.group(1)
+            match = killed.search(message)
+            if match:
+                fields = head.split(",")
+                at = boot + int(fields[2]) / 1e6 if len(fields) > 2 and fields[2].isdigit() else None
+                kills.append({"pid": int(match.group(1)), "name": match.group(2), "at": at})
+    finally:
+        os.close(fd)
+    for kill in kills:
+        kill["memcg"] = groups.get(kill["pid"])
+    return {"readable": True, "kills": kills[-KERNEL_LOG_KILLS_KEPT:]}
 
 
 # Where Ray's memory monitor reads a container's memory (the raylet's C++ monitor and its
