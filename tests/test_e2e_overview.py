@@ -58,8 +58,21 @@ def _ray_reads(cluster) -> tuple[int, tuple[float, float]]:
     return store_mib, (float(used), float(total))
 
 
+def _settled_ray_reads(cluster, cpus=(1.0, 3.0), timeout_s: float = 60):
+    """Ray's own reads once `ray status` has caught up with every node: its view comes
+    from the autoscaler's state, which picks up a node that just joined a few seconds late."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reads = _ray_reads(cluster)
+        if reads[1] == cpus or time.monotonic() > deadline:
+            return reads
+        time.sleep(1)
+
+
 def test_overview_figures_agree_with_ray_status_and_ray_memory(cluster):
-    before = _ray_reads(cluster)
+    before = _settled_ray_reads(cluster)
     report = check_json(cluster).json()
     after = _ray_reads(cluster)
     ov = report["cluster"]

@@ -116,6 +116,20 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
             doc[section] = split(fleet)
 
 
+def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
+    """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
+    ([the sections' futures], the future of training.fetch_sources)."""
+    from rldoctor.collect import actors, demands, training
+
+    cluster = doc.get("cluster")
+    side = [pool.submit(_run_section, doc, name, func) for name, func in (
+        ("demands", lambda: demands.collect(conn, budget, cluster)),
+        ("actors", lambda: actors.collect_actors(conn, budget, cluster)),
+        ("workers", lambda: actors.collect_workers(conn, budget, cluster)),
+    )]
+    return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"))
+
+
 def _trainings(doc: dict, sources, fleet, budget) -> dict:
     """The RLlib trainings on the cluster, then a closer look at their long calls."""
     from rldoctor.collect import training
@@ -158,7 +172,7 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     `leave=False` skips ray.shutdown() (a few hundred ms) for a caller that exits right
     after: the probes are killed either way, and the driver's end ends its job.
     """
-    from rldoctor.collect import actors, demands, nodes, objectstore, training
+    from rldoctor.collect import nodes, objectstore
     from rldoctor.collect import cluster as cluster_facts
     from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
     from rldoctor.collect.fleet import Fleet
@@ -186,13 +200,7 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
             timing["probes_started_s"] = budget.elapsed()
             _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
             with ThreadPoolExecutor(max_workers=4) as pool:
-                side = [pool.submit(_run_section, doc, name, func) for name, func in (
-                    ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
-                    ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
-                    ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
-                )]
-                sources = pool.submit(training.fetch_sources, conn, budget, doc.get("cluster"),
-                                      doc.get("nodes"))
+                side, sources = submit_state_api_sections(pool, doc, conn, budget)
                 silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
                           f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}
                 timing["raylets_pinged_s"] = budget.elapsed()

@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rldoctor.collect import (NOT_FROM_A_LIVE_CLUSTER, Unavailable, _control_plane, _run_section,
-                              _trainings, error_line)
+                              _trainings, error_line, submit_state_api_sections)
 
 GCS_TIMEOUT_S = 5.0
 RAYLET_TIMEOUT_S = 5.0
@@ -49,7 +49,7 @@ REFUSED = ("and Ray refused the driver: its Ray or Python version differs from t
 def collect(doc: dict, address: str, budget, mismatch) -> None:
     """Fill `doc` with every section that needs no driver; `mismatch` is the
     connect.VersionMismatch that ray.init raised (its message and the auth mode chosen)."""
-    from rldoctor.collect import actors, connect, demands, training, versions
+    from rldoctor.collect import connect, versions
     from rldoctor.collect.auth import AuthDecision
 
     message = " ".join(str(mismatch).split())
@@ -75,13 +75,7 @@ def collect(doc: dict, address: str, budget, mismatch) -> None:
     _run_section(doc, "nodes", lambda: _nodes(address, raylets))
     timings: dict[str, dict] = {}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        side = [pool.submit(_run_section, doc, name, func) for name, func in (
-            ("demands", lambda: demands.collect(conn, budget, doc.get("cluster"))),
-            ("actors", lambda: actors.collect_actors(conn, budget, doc.get("cluster"))),
-            ("workers", lambda: actors.collect_workers(conn, budget, doc.get("cluster"))),
-        )]
-        sources = pool.submit(training.fetch_sources, conn, budget, doc.get("cluster"),
-                              doc.get("nodes"))
+        side, sources = submit_state_api_sections(pool, doc, conn, budget)
         _run_section(doc, "object_store", lambda: _object_store(raylets, budget, timings))
         for future in side:
             future.result()

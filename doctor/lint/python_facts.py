@@ -223,31 +223,26 @@ class _Facts(ast.NodeVisitor):
                     self._chain_parent[id(func.value)] = sub
         self.generic_visit(node)
 
-    def visit_If(self, node: ast.If) -> None:
-        self.visit(node.test)
-        test, positive = node.test, True
+    def _visit_branches(self, test_node: ast.AST, body: list, orelse: list) -> None:
+        """Visit the branches of an `if` with the condition each runs under."""
+        self.visit(test_node)
+        test, positive = test_node, True
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
         source = self._source(test)
         self._conditions.append({"test": source, "positive": positive})
-        for stmt in node.body:
+        for stmt in body:
             self.visit(stmt)
         self._conditions[-1] = {"test": source, "positive": not positive}
-        for stmt in node.orelse:
+        for stmt in orelse:
             self.visit(stmt)
         self._conditions.pop()
 
+    def visit_If(self, node: ast.If) -> None:
+        self._visit_branches(node.test, node.body, node.orelse)
+
     def visit_IfExp(self, node: ast.IfExp) -> None:
-        self.visit(node.test)
-        test, positive = node.test, True
-        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, positive = test.operand, not positive
-        source = self._source(test)
-        self._conditions.append({"test": source, "positive": positive})
-        self.visit(node.body)
-        self._conditions[-1] = {"test": source, "positive": not positive}
-        self.visit(node.orelse)
-        self._conditions.pop()
+        self._visit_branches(node.test, [node.body], [node.orelse])
 
     def visit_Try(self, node: ast.Try) -> None:
         guards = any(self._catches_import_error(h) for h in node.handlers)

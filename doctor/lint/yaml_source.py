@@ -39,6 +39,15 @@ def _pointer_part(key: object) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
+def _children(node: yaml.Node) -> list:
+    """The nodes directly under `node`: a mapping's keys and values, a sequence's items."""
+    if isinstance(node, yaml.MappingNode):
+        return [c for pair in node.value for c in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    return []
+
+
 def _check_size(root: yaml.Node) -> None:
     """Expanded node count (aliases counted every time they are used), in linear time."""
     sizes: dict[int, int] = {}
@@ -49,12 +58,7 @@ def _check_size(root: yaml.Node) -> None:
         key = id(node)
         if done:
             on_path.discard(key)
-            if isinstance(node, yaml.MappingNode):
-                children = [c for pair in node.value for c in pair]
-            elif isinstance(node, yaml.SequenceNode):
-                children = node.value
-            else:
-                children = []
+            children = _children(node)
             total = 1 + sum(sizes[id(c)] for c in children)
             if total > MAX_NODES:
                 mark = node.start_mark
@@ -74,13 +78,7 @@ def _check_size(root: yaml.Node) -> None:
                               mark.line + 1, mark.column + 1)
         on_path.add(key)
         stack.append((node, depth, True))
-        if isinstance(node, yaml.MappingNode):
-            children = [c for pair in node.value for c in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = node.value
-        else:
-            children = []
-        for child in children:
+        for child in _children(node):
             if id(child) not in sizes:
                 stack.append((child, depth + 1, False))
 
