@@ -268,25 +268,23 @@ class _Facts(ast.NodeVisitor):
         for decorator in node.decorator_list:
             self._decorates[id(decorator)] = "function"
         self._scope.append(node.name)
-        args = node.args
-        for a in args.posonlyargs + args.args + args.kwonlyargs:
-            self._bound.add(a.arg)
-        for a in (args.vararg, args.kwarg):
-            if a is not None:
-                self._bound.add(a.arg)
+        self._bind_arguments(node.args)
         self.generic_visit(node)
         self._scope.pop()
 
     visit_FunctionDef = _visit_function
     visit_AsyncFunctionDef = _visit_function
 
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        args = node.args
+    def _bind_arguments(self, args: ast.arguments) -> None:
+        """A function's or lambda's parameters are names bound in its body."""
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             self._bound.add(a.arg)
         for a in (args.vararg, args.kwarg):
             if a is not None:
                 self._bound.add(a.arg)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._bind_arguments(node.args)
         self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
