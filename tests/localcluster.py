@@ -160,7 +160,7 @@ class LocalCluster:
         env.update(extra)
         return env
 
-    def run_driver(self, code: str, timeout: float = 120) -> str:
+    def run_driver(self, code: str, timeout: float = 120, expect_lines: int = 0) -> str:
         """Run a short Python driver against this cluster (token auth and all).
 
         Returns what the driver printed on lines starting with "=> " (Ray prints cluster
@@ -169,11 +169,18 @@ class LocalCluster:
         prologue = ("import ray, logging\n"
                     f"ray.init(address={self.address!r}, namespace='drivers', "
                     "logging_level=logging.ERROR, log_to_driver=False)\n")
-        proc = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True,
+        # -u: a driver whose cluster lost a worker may leave through Ray's own quick exit,
+        # which skips the flush of a buffered stdout.
+        proc = subprocess.run([sys.executable, "-u", "-c", prologue + code], capture_output=True,
                               text=True, timeout=timeout, env=self.client_env())
         if proc.returncode:
             raise RuntimeError(f"driver failed:\n{code}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-        return "\n".join(line[3:] for line in proc.stdout.splitlines() if line.startswith("=> "))
+        lines = [line[3:] for line in proc.stdout.splitlines() if line.startswith("=> ")]
+        if len(lines) < expect_lines:
+            raise RuntimeError(f"driver printed {len(lines)} of {expect_lines} '=> ' line(s) "
+                               f"(exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return "\n".join(lines)
 
     def _node_env(self, spec: NodeSpec, head: bool) -> dict[str, str]:
         env = self.client_env()

@@ -114,7 +114,8 @@ def test_a_worker_the_kernel_oom_killer_took_is_rld402_with_its_pid(tmp_path):
                  NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, cgroup=group.path)]
         with LocalCluster(specs) as cluster:
             node = cluster.nodes[1].node_id
-            pid, outcome = cluster.run_driver(f"NODE = {node!r}\n" + HOG, timeout=120).split()
+            pid, outcome = cluster.run_driver(f"NODE = {node!r}\n" + HOG, timeout=120,
+                                              expect_lines=1).split()
             assert outcome != "survived", outcome
             from conftest import wait_for_findings
 

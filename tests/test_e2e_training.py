@@ -114,7 +114,9 @@ def test_check_run_judges_real_tune_results(tune_runs):
         by_run.setdefault(f["subject"], []).append((f["code"], f["severity"]))
     healthy, lr0 = _trial(trials, False, "0.0010"), _trial(trials, False, "0.0000")
     nan = _trial(trials, True, "0.0010")
-    assert by_run.get(f"run:{healthy}") is None, by_run  # a healthy run: nothing
+    # A healthy run: no problem. 25 short iterations may end on a noisy stretch, which
+    # RLD601 may note as flat since it improved (an info), never as a stall.
+    assert set(by_run.get(f"run:{healthy}", [])) <= {("RLD601", "info")}, by_run
     assert ("RLD601", "fail") in by_run[f"run:{lr0}"]
     assert ("RLD607", "fail") in by_run[f"run:{nan}"]
     [stall] = [f for f in result.findings("RLD601") if f["subject"] == f"run:{lr0}"]
