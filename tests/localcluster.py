@@ -163,8 +163,9 @@ class LocalCluster:
     def run_driver(self, code: str, timeout: float = 120, expect_lines: int = 0) -> str:
         """Run a short Python driver against this cluster (token auth and all).
 
-        Returns what the driver printed on lines starting with "=> " (Ray prints cluster
-        events such as "(raylet) A worker died ..." to a driver's stdout too).
+        Returns what the driver printed after "=> " on its lines (Ray prints cluster
+        events such as "(raylet) A worker died ..." to a driver's stdout too). With
+        `expect_lines`, fewer such lines is an error that shows the driver's output.
         """
         prologue = ("import ray, logging\n"
                     f"ray.init(address={self.address!r}, namespace='drivers', "
@@ -175,7 +176,9 @@ class LocalCluster:
                               text=True, timeout=timeout, env=self.client_env())
         if proc.returncode:
             raise RuntimeError(f"driver failed:\n{code}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-        lines = [line[3:] for line in proc.stdout.splitlines() if line.startswith("=> ")]
+        # A line of Ray's own (a warning without its newline) may come first on the line.
+        lines = [line[line.index("=> ") + 3:] for line in proc.stdout.splitlines()
+                 if "=> " in line]
         if len(lines) < expect_lines:
             raise RuntimeError(f"driver printed {len(lines)} of {expect_lines} '=> ' line(s) "
                                f"(exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
