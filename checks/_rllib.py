@@ -61,7 +61,8 @@ def crash_kind(detail: str) -> str:
     """A short human reading of a SYSTEM_ERROR exit detail."""
     text = detail or ""
     for signal in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGTERM", "SIGKILL"):
-        if f"signal {signal}" in text or f"killed by {signal}" in text or f"{signal})" in text:
+        if any(f"{how}{signal}" in text for how in ("signal ", "killed by ", "receives a ")) or \
+                f"{signal})" in text:
             return signal
     if "connection error code 2" in text or "End of file" in text:
         return "exited without notice (SIGKILL, kernel OOM kill, segfault or os._exit)"

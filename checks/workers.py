@@ -308,7 +308,9 @@ _CRASH_FIX = (
     "`config.fault_tolerance(restart_failed_sub_environments=True)` to contain it. A worker "
     "that vanished without notice (\"connection error code 2. End of file\") was killed with "
     "SIGKILL: by the kernel's OOM killer (check `dmesg`; then see RLD402), by `ray stop "
-    "--force`, by a person or a supervisor, or it called os._exit."
+    "--force`, by a person or a supervisor, or it called os._exit. A SIGTERM (\"The process "
+    "receives a SIGTERM\") is a stop someone asked for: `ray stop`, a person, or a supervisor "
+    "such as Kubernetes ending the pod; it is no crash of the code."
 )
 
 

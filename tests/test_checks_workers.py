@@ -155,6 +155,10 @@ def test_parsers():
     assert rllib_role("PPO") == "algorithm" and rllib_role("Counter") is None
     assert crash_kind("Worker exits with signal SIGSEGV") == "SIGSEGV"
     assert "SIGKILL" in crash_kind("connection error code 2. End of file")
+    # Ray 2.60's words for a worker stopped with SIGTERM (measured: os.kill on an actor's pid).
+    assert crash_kind("Worker exits unexpectedly by a signal. SystemExit is raised (sys.exit is "
+                      "called). Exit code: 1. The process receives a SIGTERM.") == "SIGTERM"
+    assert crash_kind("Worker exits with an exit code 1.") == "exited with an error code"
 
 
 def test_rld401_says_when_the_actor_list_was_truncated():
