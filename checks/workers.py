@@ -328,7 +328,9 @@ def worker_crashes(snap, params):
         The worker process died outside Ray's control: a segfault or abort in native code
         (env simulators, C extensions), a SIGKILL from the kernel's OOM killer, from
         `ray stop --force` or from a person, or an `os._exit` in user code. Ray records
-        it as exit type `SYSTEM_ERROR`.
+        it as exit type `SYSTEM_ERROR`, and so it records a worker stopped with SIGTERM
+        ("The process receives a SIGTERM"). rldoctor's own probe workers (namespace
+        `rldoctor-*`) are left out: Ray may stop one with SIGTERM as its run ends.
 
     Fix:
         Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check

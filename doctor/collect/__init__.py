@@ -122,10 +122,15 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
     from rldoctor.collect import actors, demands, training
 
     cluster = doc.get("cluster")
-    side = [pool.submit(_run_section, doc, name, func) for name, func in (
+    listed = pool.submit(_run_section, doc, "actors",
+                         lambda: actors.collect_actors(conn, budget, cluster))
+
+    def own_workers() -> list | None:  # rldoctor's probes, left out of the dead workers
+        return (listed.result() or {}).get("rldoctor_workers")
+
+    side = [listed] + [pool.submit(_run_section, doc, name, func) for name, func in (
         ("demands", lambda: demands.collect(conn, budget, cluster)),
-        ("actors", lambda: actors.collect_actors(conn, budget, cluster)),
-        ("workers", lambda: actors.collect_workers(conn, budget, cluster)),
+        ("workers", lambda: actors.collect_workers(conn, budget, cluster, own_workers)),
     )]
     return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"))
 

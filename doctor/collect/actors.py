@@ -7,6 +7,8 @@ out loud in the snapshot instead of silently undercounting.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rldoctor.collect import Unavailable
 from rldoctor.collect.cluster import state_api_address
 
@@ -47,11 +49,13 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
                        raise_on_missing_output=False)
     summary = summarize_actors(address=address, timeout=timeout, raise_on_missing_output=False)
     total = int(((summary or {}).get("cluster") or {}).get("total_actors") or len(rows))
-    items, other_runs = [], set()
+    items, other_runs, own_workers = [], set(), set()
     for a in rows:
         if (a.ray_namespace or "").startswith(OWN_NAMESPACE_PREFIX):
             if a.ray_namespace != conn.namespace and a.state == "ALIVE":
                 other_runs.add(a.ray_namespace)  # another rldoctor probing at the same time
+            if a.node_id and a.pid:
+                own_workers.add((a.node_id, a.pid))
             continue  # rldoctor's own probes are not the patient
         items.append({
             "actor_id": a.actor_id,
@@ -73,7 +77,9 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
     _add_pid_history(address, budget, items)
     return {"items": items, "listed": len(rows), "total": total,
             "truncated": len(rows) < total or len(rows) >= MAX_ROWS,
-            "other_rldoctor_runs": sorted(other_runs)}
+            "other_rldoctor_runs": sorted(other_runs),
+            # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
+            "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
 
 
 MAX_HISTORIES = 20
@@ -98,7 +104,14 @@ def _add_pid_history(address: str, budget, items: list[dict]) -> None:
                                key=str)
 
 
-def collect_workers(conn, budget, cluster: dict | None) -> dict:
+def collect_workers(conn, budget, cluster: dict | None,
+                    own_workers: Callable[[], list | None] = lambda: None) -> dict:
+    """Workers that died of a bad exit, without rldoctor's own probes.
+
+    A probe worker that Ray stops while the rldoctor run that started it ends may die
+    with SIGTERM (SYSTEM_ERROR); it is no patient. `own_workers` gives the (node, pid)
+    pairs of rldoctor's probes (from the actor list, read side by side with this one).
+    """
     from ray.util.state import list_workers
 
     address = _require_state_api(cluster)
@@ -119,7 +132,11 @@ def collect_workers(conn, budget, cluster: dict | None) -> dict:
                 "pid": w.pid,
                 "end_time_ms": w.end_time_ms,
             })
-    return {"dead": items, "truncated": truncated, "oom_tasks": _oom_tasks(address, budget)}
+    oom_tasks = _oom_tasks(address, budget)
+    own = {(node, pid) for node, pid in own_workers() or ()}
+    kept = [w for w in items if (w["node_id"], w["pid"]) not in own]
+    return {"dead": kept, "truncated": truncated, "oom_tasks": oom_tasks,
+            "rldoctor_workers_left_out": len(items) - len(kept)}
 
 
 def _oom_tasks(address: str, budget) -> list[dict]:
