@@ -44,10 +44,12 @@ class CliResult:
                 f"\nstderr:\n{self.stderr[-3000:]}>")
 
 
-def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120) -> CliResult:
-    """Run the installed `rldoctor` console script as a user would."""
+def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120,
+                 prefix: list[str] = ()) -> CliResult:
+    """Run the installed `rldoctor` console script as a user would (under `prefix`, e.g. on
+    a test host of its own: `ip netns exec <ns>`)."""
     started = time.monotonic()
-    proc = subprocess.run([RLDOCTOR, *args], capture_output=True, text=True, timeout=timeout,
+    proc = subprocess.run([*prefix, RLDOCTOR, *args], capture_output=True, text=True, timeout=timeout,
                           env=env if env is not None else _clean_env(), stdin=subprocess.DEVNULL)
     return CliResult(proc, time.monotonic() - started)
 
@@ -55,7 +57,7 @@ def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120) -> C
 def check_json(cluster: LocalCluster) -> CliResult:
     """`rldoctor check --format json` against `cluster`; it must diagnose (exit 0 or 1)."""
     result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
-                          env=cluster.client_env())
+                          env=cluster.client_env(), prefix=cluster.client_prefix)
     assert result.code in (0, 1), result
     return result
 

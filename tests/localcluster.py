@@ -41,6 +41,10 @@ class NodeSpec:
     # A cgroup directory (tests/cgroups.py MemoryCgroup) that the node's `ray start`, and so
     # every process of the node, runs in: a node in a container-like memory limit.
     cgroup: str | None = None
+    # A node on a host of its own (tests/netns.py): the address it registers with, and the
+    # command prefix (`ip netns exec <ns>`) that runs its `ray start` on that host.
+    ip: str | None = None
+    command_prefix: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -134,9 +138,13 @@ class LocalCluster:
         self._stopped = False
 
     # -- addresses and environment for clients of this cluster ---------------------------
-    @staticmethod
-    def node_ip(index: int) -> str:
-        return f"127.0.0.{10 + index}"
+    def node_ip(self, index: int) -> str:
+        return self.specs[index].ip or f"127.0.0.{10 + index}"
+
+    @property
+    def client_prefix(self) -> list[str]:
+        """What a driver or CLI of this cluster runs under: the head's host (its prefix)."""
+        return list(self.specs[0].command_prefix)
 
     @property
     def address(self) -> str:
@@ -172,8 +180,9 @@ class LocalCluster:
                     "logging_level=logging.ERROR, log_to_driver=False)\n")
         # -u: a driver whose cluster lost a worker may leave through Ray's own quick exit,
         # which skips the flush of a buffered stdout.
-        proc = subprocess.run([sys.executable, "-u", "-c", prologue + code], capture_output=True,
-                              text=True, timeout=timeout, env=self.client_env())
+        proc = subprocess.run([*self.client_prefix, sys.executable, "-u", "-c", prologue + code],
+                              capture_output=True, text=True, timeout=timeout,
+                              env=self.client_env())
         if proc.returncode:
             raise RuntimeError(f"driver failed:\n{code}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
         # A line of Ray's own (a warning without its newline) may come first on the line.
@@ -226,6 +235,7 @@ class LocalCluster:
         else:
             args += ["--address", self.address]
         args += spec.extra_args
+        args = [*spec.command_prefix, *args]  # `ip netns exec` execs: the pid stays the node's
         if spec.cgroup:  # a shell moves itself into the group, then becomes `ray start`
             args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', spec.cgroup, *args]
         log = self.root / f"node{index}.log"
