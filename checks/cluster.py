@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rldoctor.checks._reach import explains_silence
 from rldoctor.checks._resources import add, fits, missing, show
 from rldoctor.registry import check, fail, info, warn
 
@@ -42,7 +43,9 @@ def node_dead(snap, params):
         A node the GCS still lists as alive but whose raylet does not answer a cheap
         ping within 2 s is reported as "not answering" (frozen or cut off) before the GCS
         notices; one whose raylet answers but whose probe worker did not start is busy
-        (a warn, with the ping's time).
+        (a warn, with the ping's time). A node that does not answer because some of its
+        ports are closed to other nodes (a firewall) is RLD204's, which names the ports;
+        a frozen raylet still accepts connections and stays "not answering" here.
 
     Fix:
         Read the node's `raylet.out` and the host's `dmesg` for the cause, then replace
@@ -72,6 +75,8 @@ def node_dead(snap, params):
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
         elif node_id in unresponsive and unresponsive[node_id].get("kind") != "auth":  # RLD105
+            if explains_silence(snap, node_id):
+                continue  # a port of it is closed to other nodes: RLD204 names which, from where
             failure = unresponsive[node_id]
             error = failure.get("error", "")
             confirmed = failure.get("raylet")

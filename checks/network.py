@@ -1,4 +1,4 @@
-"""Latency, object transfer and availability-zone spread: RLD201, RLD202, RLD203.
+"""Latency, object transfer, availability-zone spread and closed ports: RLD201-RLD204.
 
 A common troubleshooting row ("high network latency: nodes spread over availability
 zones: move nodes into one zone"), measured per node and per zone.
@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import statistics
 
+from rldoctor.checks._reach import (
+    COMPONENTS,
+    CORE,
+    failures_by_target,
+    node_state,
+    own_addresses,
+    status_words,
+)
 from rldoctor.checks._rllib import rllib_role
 from rldoctor.registry import check, fail, info, note, warn
 
@@ -370,3 +378,150 @@ def _training_zones(snap, label: str) -> dict[str, int]:
         zone = zone_of(node, label) if node else None
         counts[zone or "unlabelled"] = counts.get(zone or "unlabelled", 0) + 1
     return counts
+
+
+MAX_NODES_IN_FIX = 8
+
+
+def _node_label(snap, node_id: str) -> str:
+    node = snap.node(node_id) or {}
+    head = " (head)" if node.get("is_head") else ""
+    return f"node {node_id[:12]} ({node.get('ip', '?')}){head}"
+
+
+def _ports_needed(snap, reach: dict) -> list[str]:
+    """One line per node: every Ray port of it that the other nodes must reach, with its flag."""
+    lines = []
+    endpoints = reach.get("endpoints") or {}
+    ranges = reach.get("worker_port_ranges") or {}
+    ordered = sorted(endpoints, key=lambda n: (not (snap.node(n) or {}).get("is_head"), n))
+    for node_id in ordered[:MAX_NODES_IN_FIX]:
+        parts = []
+        for name, (owner, _, flag) in COMPONENTS.items():
+            if name == "worker":
+                low_high = ranges.get(node_id)
+                if low_high:
+                    parts.append(f"worker ports {low_high[0]}-{low_high[1]} ({flag})")
+                continue
+            where = endpoints[node_id].get(name)
+            if where:
+                parts.append(f"{owner.removeprefix('the ')} {where[1]} ({flag})")
+        lines.append(f"{_node_label(snap, node_id)}: " + ", ".join(parts))
+    if len(ordered) > MAX_NODES_IN_FIX:
+        lines.append(f"... and {len(ordered) - MAX_NODES_IN_FIX} more node(s) (the evidence lists "
+                     "every node's ports)")
+    return lines
+
+
+def _closed_lines(snap, per_port: dict) -> list[str]:
+    out = []
+    for (name, port), fails in sorted(per_port.items()):
+        sources = ", ".join(sorted({(snap.node(f["source"]) or {}).get("ip", "?") for f in fails}))
+        statuses = sorted({f["status"] for f in fails})
+        out.append(f"{COMPONENTS.get(name, (name,))[0].removeprefix('the ')} port {port} on "
+                   f"{fails[0]['host']} from {sources} ({', '.join(statuses)})")
+    return out
+
+
+_PORTS_FIX = (
+    "Ray needs these TCP ports open between every pair of nodes of this cluster, both ways "
+    "(opening only 6379 and 8265 lets the cluster form while objects never arrive and tasks "
+    "hang):\n{needed}\nClosed now: {closed}.\nEvery port but the GCS's is picked at random when "
+    "`ray start` is not given it: pin them with the flags above, the same on every node, and "
+    "open them (on a cloud, a security-group rule that allows all TCP between the cluster's own "
+    "instances; on premises, the host firewall: `iptables -S`, `nft list ruleset`, "
+    "`firewall-cmd --list-all` on the node that does not answer). 'timed out' means a rule drops "
+    "the packets; 'refused' means nothing listens there or a rule rejects them. Then run "
+    "`rldoctor check` again."
+)
+_ADDRESS_FIX = (
+    "The node registered with {ip}, and no other node could open any of its ports there. Restart "
+    "it with `ray start --node-ip-address <an address the other nodes reach>` (on a host with "
+    "several interfaces, the one on the cluster's network; `ip -br addr` lists them); check that "
+    "the nodes route to that network. "
+)
+
+
+@check("RLD204", "port-unreachable", area="network", requires=("reach", "nodes"))
+def port_unreachable(snap, params):
+    """A Ray port of one node that another node (or the head) cannot connect to, per pair and port.
+
+    Symptom:
+        The cluster forms and `ray status` looks fine, then objects never arrive, tasks and
+        actor calls hang, `ray.get` times out, or a node is declared dead although it runs;
+        often after a firewall or cloud security group was set up that opens only 6379 and
+        8265.
+
+    Cause:
+        Ray needs many ports open between every pair of nodes: the GCS, each raylet's node
+        manager and object manager, the dashboard and runtime-env agents, the metrics port and
+        the worker port range. A firewall rule that drops (connect timed out) or rejects
+        (refused) some of them, between some nodes or all, breaks the paths that use them. A
+        node registered with an address the others cannot reach (a wrong `--node-ip-address`,
+        the wrong interface of a host with several) has every port closed the same way.
+        Measured from each node's probe: a TCP connect with a 1 s deadline to every Ray port
+        of the other nodes, as Ray reports them, and to a port of each node's worker range that
+        its probe listens on for a moment; on more than 32 nodes each node is tried from the
+        head and from 8 peers.
+
+    Fix:
+        Open the ports the finding lists between all nodes, or pin them with the `ray start`
+        flags it names (--node-manager-port, --object-manager-port,
+        --runtime-env-agent-port, --metrics-export-port, --dashboard-agent-listen-port,
+        --dashboard-agent-grpc-port, --min-worker-port/--max-worker-port) so one firewall
+        rule can open them. A closed port of the GCS, node manager, object manager or worker
+        range from the head or from every node is a fail, from some peers only a warn; other
+        ports are a warn.
+    """
+    reach = snap["reach"]
+    head = reach.get("head_node_id")
+    needed = _ports_needed(snap, reach)
+    for target, fails in sorted(failures_by_target(reach).items()):
+        state = node_state(snap, target)
+        if state not in ("closed", "address"):
+            continue  # nothing got through and its probe is silent: a dead host (RLD101)
+        node = snap.node(target) or {}
+        per_port: dict = {}
+        for failure in fails:
+            per_port.setdefault((failure["component"], failure["port"]), []).append(failure)
+        severity, parts = warn, []
+        tried = (reach.get("tried") or {}).get(target) or {}
+        failed = (reach.get("failed") or {}).get(target) or {}
+        for (name, port), port_fails in sorted(per_port.items(), key=lambda i: (
+                i[0][0] not in CORE, i[0])):
+            owner, needs, _ = COMPONENTS.get(name, (name, "", ""))
+            sources = sorted({f["source"] for f in port_fails})
+            everyone = failed.get(name, 0) >= tried.get(name, 0)
+            if name in CORE and (everyone or head in sources):
+                severity = fail
+            who = (f"from every node that tried ({len(sources)})" if everyone and len(sources) > 1
+                   else "from " + ", ".join(_node_label(snap, s) for s in sources[:4])
+                   + (f" and {len(sources) - 4} more" if len(sources) > 4 else ""))
+            statuses = sorted({f["status"] for f in port_fails})
+            reached = tried.get(name, 0) - failed.get(name, 0)
+            others = f"; {reached} other node(s) reach it" if reached > 0 else ""
+            parts.append(f"port {port} of {owner} ({needs}) cannot be reached {who}: "
+                         + " / ".join(status_words(s) for s in statuses) + others)
+        if state == "address":
+            severity = fail
+            own = own_addresses(snap, target)
+            not_own = (f"; {node.get('ip')} is not an address of any of its interfaces "
+                       f"({', '.join(own[:6])})" if own and node.get("ip") not in own else "")
+            message = (f"{_node_label(snap, target)} registered with an address the other nodes "
+                       f"cannot reach: none of its {len(tried)} Ray port(s) answered a connect from "
+                       f"any other node{not_own} (" + "; ".join(parts[:3]) + ")")
+            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + _PORTS_FIX.format(
+                needed="\n".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
+        else:
+            message = f"{_node_label(snap, target)}: " + "; ".join(parts)
+            fix = _PORTS_FIX.format(needed="\n".join(needed),
+                                    closed="; ".join(_closed_lines(snap, per_port)))
+        evidence = {
+            "node_id": target, "ip": node.get("ip"), "state": state,
+            "failures": [{**f, "source_ip": (snap.node(f["source"]) or {}).get("ip"),
+                          "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
+                         for f in fails],
+            "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
+            "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
+            "worker_port_ranges": reach.get("worker_port_ranges")}
+        yield severity(f"node:{target}", message, evidence, fix)

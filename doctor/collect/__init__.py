@@ -95,14 +95,17 @@ class Unavailable(Exception):
 
 def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = None) -> None:
     """versions and hosts from the probes' facts, then the network measurements."""
-    from rldoctor.collect import network, versions
+    from rldoctor.collect import network, reach, versions
 
     _run_section(doc, "probes", lambda: fleet.gather(budget, silent))
     record = doc["collectors"].pop("probes")  # one probe fills two sections: they share its record
     doc.pop("probes", None)
     if record["status"] == "ok":
-        _run_section(doc, "network",
-                     lambda: network.collect(conn, budget, fleet, doc.get("object_store")))
+        _run_section(doc, "reach", lambda: reach.collect(
+            conn, budget, fleet, (doc.get("cluster") or {}).get("gcs_address")))
+        blocked = reach.blocked_object_pairs(doc.get("reach"))  # pulls across them would hang
+        _run_section(doc, "network", lambda: network.collect(
+            conn, budget, fleet, doc.get("object_store"), blocked_pairs=blocked))
         for node_id, entry in ((doc.get("network") or {}).get("nodes") or {}).items():
             if "error" in entry and node_id not in fleet.failed:  # it went quiet mid-check
                 fleet.failed[node_id] = {"kind": "lost", "error": f"during round trips: {entry['error']}"}

@@ -41,6 +41,8 @@ NEED_A_DRIVER = {
              "probes, which need rldoctor to join as a driver,",
     "network": "round trips and object transfer bandwidth are measured by the probes, which "
                "need rldoctor to join as a driver,",
+    "reach": "which Ray ports of each node the other nodes can connect to is tried from the "
+             "probes, which need rldoctor to join as a driver,",
 }
 REFUSED = ("and Ray refused the driver: its Ray or Python version differs from the "
            "cluster's (RLD102)")

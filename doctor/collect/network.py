@@ -213,7 +213,9 @@ def _recheck(fleet, result: dict, baseline: str | None, object_bytes: int, budge
 
 
 def collect(conn, budget, fleet, object_store: dict | None = None,
-            object_bytes: int = DEFAULT_OBJECT_BYTES) -> dict:
+            object_bytes: int = DEFAULT_OBJECT_BYTES, blocked_pairs: set | None = None) -> dict:
+    """`blocked_pairs`: pairs of node ids whose object managers cannot connect (RLD204);
+    no object is pulled across them (it would only wait for its timeout)."""
     import ray
 
     baseline = ray.get_runtime_context().get_node_id()
@@ -232,8 +234,14 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
             if not _store_has_room(object_store, node_id, object_bytes):
                 result["skipped_transfer"][node_id] = "object store too full to take the probe object"
                 continue
-            source = _source_for(node_id, baseline, [n for n in nodes if n not in errors])
+            blocked = blocked_pairs or set()
+            source = _source_for(node_id, baseline, [
+                n for n in nodes if n not in errors and frozenset((n, baseline)) not in blocked])
             if node_id == baseline and source is None:
+                continue
+            if frozenset((node_id, source or baseline)) in blocked:
+                result["skipped_transfer"][node_id] = (
+                    "its object manager and the source's cannot connect (RLD204)")
                 continue
             try:
                 # Best of two: one slow pull on a busy host is not a slow link.

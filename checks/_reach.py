@@ -1,0 +1,69 @@
+"""Reading the snapshot's `reach` section (TCP connects between nodes): which Ray ports of
+which node the other nodes cannot open. RLD204 reports it; RLD101 defers to it."""
+
+from __future__ import annotations
+
+# Ray's ports of a node: name -> (what owns it, what needs it open, the `ray start` flag).
+COMPONENTS = {
+    "gcs": ("the GCS", "every node and driver registers with it and keeps calling it",
+            "--port (on the head)"),
+    "node_manager": ("the raylet's node manager", "task and actor leases, the GCS's health checks",
+                     "--node-manager-port"),
+    "object_manager": ("the raylet's object manager", "objects moving between nodes",
+                       "--object-manager-port"),
+    "worker": ("the worker processes", "task pushes and actor calls; a port of the worker range",
+               "--min-worker-port/--max-worker-port"),
+    "runtime_env_agent": ("the runtime-env agent", "setting up runtime environments",
+                          "--runtime-env-agent-port"),
+    "dashboard_agent_http": ("the dashboard agent (HTTP)", "jobs, logs and the state API",
+                             "--dashboard-agent-listen-port"),
+    "metrics_agent": ("the dashboard agent (gRPC)", "the dashboard's calls to the node",
+                      "--dashboard-agent-grpc-port"),
+    "metrics_export": ("the metrics exporter", "Prometheus scraping", "--metrics-export-port"),
+}
+# A closed port of these stops work between the nodes (tasks, actors, objects, membership).
+CORE = ("gcs", "node_manager", "object_manager", "worker")
+STATUS_WORDS = {
+    "timeout": "timed out (something drops the packets: a firewall or security-group rule)",
+    "refused": "refused (nothing listens there, or a reject rule)",
+    "unreachable": "no route to the host",
+}
+
+
+def status_words(status: str) -> str:
+    return STATUS_WORDS.get(status, status)
+
+
+def failures_by_target(reach: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for failure in reach.get("failures") or []:
+        out.setdefault(failure["target"], []).append(failure)
+    return out
+
+
+def _probe_answered(snap, node_id: str, reach: dict) -> bool:
+    return node_id in (reach.get("sources") or []) or node_id in (snap.get("hosts") or {})
+
+
+def node_state(snap, node_id: str) -> str | None:
+    """How the connects to `node_id` went: None (no failure, or not tried), "closed" (some of
+    its ports or some pairs fail while others connect: a firewall, or a port nothing listens
+    on), "address" (no connect to any of its ports got through, yet its own probe ran: the
+    address it registered with is not one the others reach), or "gone" (nothing got through
+    and its probe did not answer either: a dead or vanished host, which RLD101 reports)."""
+    reach = snap.get("reach") or {}
+    if not (reach.get("failed") or {}).get(node_id):
+        return None
+    if (reach.get("open") or {}).get(node_id, 0) > 0:
+        return "closed"
+    return "address" if _probe_answered(snap, node_id, reach) else "gone"
+
+
+def explains_silence(snap, node_id: str) -> bool:
+    """RLD204 explains why this node (or its probe) did not answer: a port is closed to it."""
+    return node_state(snap, node_id) in ("closed", "address")
+
+
+def own_addresses(snap, node_id: str) -> list[str] | None:
+    listening = ((snap.get("hosts") or {}).get(node_id) or {}).get("listening") or {}
+    return listening.get("host_addresses")

@@ -1,0 +1,181 @@
+"""Which Ray ports of every node the other nodes can open a TCP connection to (RLD204).
+
+Ray needs many ports open between every pair of nodes, and a firewall that opens only some
+of them lets the cluster form while objects never arrive or tasks hang. From each node's
+probe, a TCP connect with a short deadline to the Ray ports of the other nodes, as Ray
+reports them (`ray.nodes()`: node manager, object manager, runtime-env agent, metrics
+export, dashboard agent HTTP and gRPC), to the GCS, and to one port of each node's worker
+port range, which that node's probe listens on for a few seconds.
+
+All the connects of one collection run at once, each with CONNECT_DEADLINE_S. On up to
+ALL_PAIRS_UP_TO nodes every node tries every other; beyond, each node is tried from the head
+and from PEERS_PER_NODE peers (the next nodes in node-id order), so the work grows with the
+number of nodes, not with its square.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+
+from rldoctor.collect import error_line, portprobe
+from rldoctor.collect.nodes import HEAD_RESOURCE, NODE_PORTS
+
+CONNECT_DEADLINE_S = 1.0
+ALL_PAIRS_UP_TO = 32
+PEERS_PER_NODE = 8
+LISTEN_EXTRA_S = 4.0  # the worker-port listener outlives the connect deadline by this much
+LISTEN_WAIT_S = 2.0
+ROUND_SLACK_S = 2.0
+MAX_FAILURES_KEPT = 500  # the counts stay complete; the list of failing pairs is bounded
+
+
+def plan(node_ids: list[str], sources: list[str], head: str | None) -> dict[str, list[str]]:
+    """{source: [targets]}: every pair on a small cluster; the head and a fixed number of
+    peers per target beyond ALL_PAIRS_UP_TO nodes."""
+    if len(node_ids) <= ALL_PAIRS_UP_TO:
+        return {s: [t for t in node_ids if t != s] for s in sources}
+    out: dict[str, list[str]] = {s: [] for s in sources}
+    ring = sorted(s for s in sources if s != head)
+    for target in node_ids:
+        if head in out and head != target:
+            out[head].append(target)
+        if not ring:
+            continue
+        start = bisect.bisect_right(ring, target)
+        chosen = 0
+        for step in range(len(ring)):
+            peer = ring[(start + step) % len(ring)]
+            if peer == target:
+                continue
+            out[peer].append(target)
+            chosen += 1
+            if chosen == PEERS_PER_NODE:
+                break
+    return out
+
+
+def _endpoints(table: list[dict], gcs_address: str | None) -> tuple[dict, str | None]:
+    """({node id: {component: [host, port]}}, head node id) from Ray's node table."""
+    endpoints, head = {}, None
+    for n in table:
+        node_id, ip = n["NodeID"], n.get("NodeManagerAddress")
+        endpoints[node_id] = {name: [ip, int(n[key])] for name, key in NODE_PORTS.items()
+                              if n.get(key)}
+        if HEAD_RESOURCE in (n.get("Resources") or {}):
+            head = node_id
+    if head and gcs_address and ":" in gcs_address:
+        host, _, port = gcs_address.rpartition(":")
+        if port.isdigit():
+            endpoints[head] = {"gcs": [host, int(port)], **endpoints[head]}
+    return endpoints, head
+
+
+def _listen_on_worker_ports(fleet, endpoints: dict, budget) -> tuple[dict, dict]:
+    """Each probe listens on a port of its node's worker range: ({node: [low, high]}, {node: why
+    not}); the ports go into `endpoints` as component "worker"."""
+    import ray
+
+    asked, ranges, missing = {}, {}, {}
+    for node_id, actor in fleet.actors.items():
+        listening = ((fleet.facts.get(node_id) or {}).get("host") or {}).get("listening") or {}
+        low, high = (listening.get("worker_ports") or [None, None])[:2]
+        ranges[node_id] = [low, high] if low and high else None
+        ref = actor.call_here.remote(portprobe.listen_briefly, low, high,
+                                     CONNECT_DEADLINE_S + LISTEN_EXTRA_S)
+        asked[ref] = node_id
+    ready, late = (ray.wait(list(asked), num_returns=len(asked), timeout=budget.left(LISTEN_WAIT_S))
+                   if asked else ([], []))
+    for ref in ready:
+        node_id = asked[ref]
+        try:
+            answer = ray.get(ref, timeout=1)
+        except Exception as exc:
+            missing[node_id] = error_line(exc, 160)
+            continue
+        if answer.get("port") and node_id in endpoints:
+            ip = (endpoints[node_id].get("node_manager") or [None])[0]
+            if answer.get("in_range") or not ranges.get(node_id):
+                endpoints[node_id]["worker"] = [ip, int(answer["port"])]
+            else:
+                missing[node_id] = "no free port in the node's worker port range"
+        else:
+            missing[node_id] = answer.get("error") or "no port"
+    for ref in late:
+        missing[asked[ref]] = f"its probe did not listen within {LISTEN_WAIT_S:g}s"
+    return ranges, missing
+
+
+def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
+    import ray
+
+    started = time.monotonic()
+    portprobe.register()
+    table = [n for n in ray.nodes() if n.get("Alive")]
+    endpoints, head = _endpoints(table, gcs_address)
+    ranges, no_worker_port = _listen_on_worker_ports(fleet, endpoints, budget)
+    node_ids = sorted(endpoints)
+    sources = sorted(n for n in fleet.actors if n in endpoints)
+    pairs_of = plan(node_ids, sources, head)
+    asked = {}
+    longest = 0
+    for source, targets in pairs_of.items():
+        pairs = [(t, c) for t in targets for c in endpoints[t]]
+        if not pairs:
+            continue
+        longest = max(longest, len(pairs))
+        ref = fleet.actors[source].call_here.remote(
+            portprobe.connect_all, [endpoints[t][c] for t, c in pairs], CONNECT_DEADLINE_S)
+        asked[ref] = (source, pairs)
+    rounds = 1 + longest // portprobe.MAX_OPEN_SOCKETS
+    wait_s = budget.left(CONNECT_DEADLINE_S * rounds + ROUND_SLACK_S)
+    ready, late = (ray.wait(list(asked), num_returns=len(asked), timeout=wait_s)
+                   if asked else ([], []))
+    tried: dict = {t: {} for t in node_ids}
+    failed: dict = {t: {} for t in node_ids}
+    opened: dict = {t: 0 for t in node_ids}
+    failures, not_tried, connects = [], {}, 0
+    for ref in ready:
+        source, pairs = asked[ref]
+        try:
+            answers = ray.get(ref, timeout=1)
+        except Exception as exc:
+            not_tried[source] = error_line(exc, 160)
+            continue
+        for (target, component), (status, ms) in zip(pairs, answers):
+            connects += 1
+            tried[target][component] = tried[target].get(component, 0) + 1
+            if status == "open":
+                opened[target] += 1
+                continue
+            failed[target][component] = failed[target].get(component, 0) + 1
+            if len(failures) < MAX_FAILURES_KEPT:
+                host, port = endpoints[target][component]
+                failures.append({"source": source, "target": target, "component": component,
+                                 "host": host, "port": port, "status": status, "ms": ms})
+    for ref in late:
+        not_tried[asked[ref][0]] = f"its probe did not answer within {wait_s:.1f}s"
+    return {
+        "deadline_s": CONNECT_DEADLINE_S,
+        "sampling": {"mode": "all pairs" if len(node_ids) <= ALL_PAIRS_UP_TO else "head and peers",
+                     "nodes": len(node_ids), "all_pairs_up_to": ALL_PAIRS_UP_TO,
+                     "peers_per_node": None if len(node_ids) <= ALL_PAIRS_UP_TO else PEERS_PER_NODE},
+        "head_node_id": head,
+        "driver_node_id": ray.get_runtime_context().get_node_id(),
+        "sources": sources,
+        "endpoints": endpoints,
+        "worker_port_ranges": ranges,
+        "no_worker_port": no_worker_port,
+        "tried": tried, "failed": {t: c for t, c in failed.items() if c}, "open": opened,
+        "failures": failures, "failures_left_out": max(0, sum(
+            n for c in failed.values() for n in c.values()) - len(failures)),
+        "not_tried": not_tried, "connects": connects,
+        "duration_s": round(time.monotonic() - started, 3),
+    }
+
+
+def blocked_object_pairs(section: dict | None) -> set[frozenset]:
+    """Pairs of nodes between which an object-manager connect failed (either way): an object
+    pulled across such a pair would wait until its timeout, so it is not measured."""
+    return {frozenset((f["source"], f["target"])) for f in (section or {}).get("failures") or []
+            if f["component"] == "object_manager"}
