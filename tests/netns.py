@@ -153,3 +153,13 @@ class Hosts:
 
     def rules(self, index: int) -> str:
         return self.in_host(index, "iptables", "-S", "INPUT").stdout
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["clean"]:
+        print("usage: python tests/netns.py clean   (remove namespaces of test runs that are gone)")
+        sys.exit(2)
+    for name in remove_leftovers():
+        print(f"removed leftover namespace {name}")

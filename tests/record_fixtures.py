@@ -27,8 +27,8 @@ FIXTURES = HERE.parent / "fixtures"
 
 def collect(cluster: LocalCluster, name: str) -> dict:
     out = FIXTURES / f"{name}.json"
-    subprocess.run([str(BIN / "rldoctor"), "collect", "--output", str(out), "--address",
-                    cluster.address], env=cluster.client_env(), check=True)
+    subprocess.run([*cluster.client_prefix, str(BIN / "rldoctor"), "collect", "--output", str(out),
+                    "--address", cluster.address], env=cluster.client_env(), check=True)
     doc = json.loads(out.read_text())
     for collector in doc["collectors"].values():
         collector.pop("duration_s", None)
@@ -225,10 +225,30 @@ def record_auth_off_exposed() -> None:
         collect(cluster, "auth-off-exposed")
 
 
+def record_ports_closed() -> None:
+    """ports-closed: 3 hosts (network namespaces, tests/netns.py); on node 2 (10.231.27.12)
+    iptables drops new connections to its object-manager port from every host, on node 1
+    (10.231.27.11) it rejects new connections to its dashboard agent's HTTP port from node 2."""
+    from netns import Hosts
+
+    with Hosts(3) as hosts:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, ip=hosts.ip(i),
+                          command_prefix=hosts.prefix(i)) for i in range(3)]
+        with LocalCluster(specs) as cluster:
+            ports = json.loads(cluster.run_driver(
+                "import json\nprint('=>', json.dumps({n['NodeManagerAddress']: "
+                "[n['ObjectManagerPort'], n['DashboardAgentListenPort']] for n in ray.nodes()}))",
+                expect_lines=1))
+            hosts.block(2, ports[hosts.ip(2)][0])
+            hosts.block(1, ports[hosts.ip(1)][1], sources=[2], reject=True)
+            collect(cluster, "ports-closed")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
              "network-delayed": record_network_delayed, "trainings": record_trainings,
-             "runs": record_runs, "auth-off-exposed": record_auth_off_exposed}
+             "runs": record_runs, "auth-off-exposed": record_auth_off_exposed,
+             "ports-closed": record_ports_closed}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):
