@@ -26,7 +26,8 @@ CORE = ("gcs", "node_manager", "object_manager", "worker")
 STATUS_WORDS = {
     "timeout": "timed out (something drops the packets: a firewall or security-group rule)",
     "refused": "refused (nothing listens there, or a reject rule)",
-    "unreachable": "no route to the host",
+    "no-route": "no route to that address from there",
+    "unreachable": "host unreachable (no answer to ARP, or a router said so)",
 }
 
 
@@ -48,15 +49,19 @@ def _probe_answered(snap, node_id: str, reach: dict) -> bool:
 def node_state(snap, node_id: str) -> str | None:
     """How the connects to `node_id` went: None (no failure, or not tried), "closed" (some of
     its ports or some pairs fail while others connect: a firewall, or a port nothing listens
-    on), "address" (no connect to any of its ports got through, yet its own probe ran: the
-    address it registered with is not one the others reach), or "gone" (nothing got through
+    on), "address" (no connect to any of its ports got through, yet its own probe ran, or no
+    node even has a route to it: the address it registered with is not one the others
+    reach), or "gone" (nothing got through
     and its probe did not answer either: a dead or vanished host, which RLD101 reports)."""
     reach = snap.get("reach") or {}
     if not (reach.get("failed") or {}).get(node_id):
         return None
     if (reach.get("open") or {}).get(node_id, 0) > 0:
         return "closed"
-    return "address" if _probe_answered(snap, node_id, reach) else "gone"
+    statuses = {f["status"] for f in failures_by_target(reach).get(node_id, [])}
+    if _probe_answered(snap, node_id, reach) or statuses == {"no-route"}:
+        return "address"  # no route to it from anywhere is an address, never a dead host
+    return "gone"
 
 
 def explains_silence(snap, node_id: str) -> bool:

@@ -507,9 +507,12 @@ def port_unreachable(snap, params):
             own = own_addresses(snap, target)
             not_own = (f"; {node.get('ip')} is not an address of any of its interfaces "
                        f"({', '.join(own[:6])})" if own and node.get("ip") not in own else "")
+            statuses = sorted({f["status"] for f in fails})
+            sources = {f["source"] for f in fails}
             message = (f"{_node_label(snap, target)} registered with an address the other nodes "
-                       f"cannot reach: none of its {len(tried)} Ray port(s) answered a connect from "
-                       f"any other node{not_own} (" + "; ".join(parts[:3]) + ")")
+                       f"cannot reach: none of its {len(tried)} Ray ports answered a connect from "
+                       f"any of the {len(sources)} node(s) that tried ("
+                       + " / ".join(status_words(s) for s in statuses) + f"){not_own}")
             fix = _ADDRESS_FIX.format(ip=node.get("ip")) + _PORTS_FIX.format(
                 needed="\n".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
         else:

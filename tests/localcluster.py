@@ -258,6 +258,13 @@ class LocalCluster:
             raise
         return self
 
+    def add_node(self, spec: NodeSpec, timeout_s: float = 90) -> Node:
+        """Start one more worker node on the running cluster; returns it (with its node id)."""
+        self.specs.append(spec)
+        self._wait(self._start_node(len(self.nodes), spec), timeout_s)
+        self._learn_node_ids()
+        return self.nodes[-1]
+
     def _wait(self, proc: subprocess.Popen, timeout_s: float) -> None:
         try:
             code = proc.wait(timeout_s)

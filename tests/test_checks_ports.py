@@ -190,3 +190,17 @@ def test_a_worker_port_listener_answers_then_goes_away():
     assert portprobe.connect_all([["127.0.0.1", port]], 1.0)[0][0] == "open"
     time.sleep(1.0)
     assert portprobe.connect_all([["127.0.0.1", port]], 1.0)[0][0] == "refused"
+
+
+def test_no_route_to_a_node_from_anywhere_is_its_address_even_when_its_probe_is_silent():
+    data = healthy()
+    data["hosts"].pop(W2)
+    data["reach"]["sources"].remove(W2)
+    data = with_failures(data, [(s, W2, c, "no-route") for s in (HEAD, W1)
+                                for c in data["reach"]["endpoints"][W2] if c != "worker"])
+    data["reach"]["open"][W2] = 0
+    data = _silent(data, W2)
+    [finding] = run(port_unreachable, data)
+    assert finding.evidence["state"] == "address"
+    assert "no route to that address from there" in finding.message
+    assert run(node_dead, data) == []

@@ -4,7 +4,8 @@ Three hosts made of network namespaces joined by a bridge (tests/netns.py), one 
 on each; the rldoctor CLI runs on the head's host, as an on-call engineer would. Rules are
 iptables in the target node's namespace, dropping new TCP connections (SYNs) to one Ray
 port from some hosts or all: the cluster stays up, new connections fail. Every test removes
-its rules, also when it fails; the namespaces go with the module.
+its rules, also when it fails; the namespaces go with the module. The last test adds a fourth
+node, on a host of its own, registered with an address the others have no route to.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def hosts():
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
     assert missing_tools() is None, missing_tools()
-    with Hosts(3) as made:
+    with Hosts(4) as made:  # host 3 stays empty until the last test
         yield made
 
 
@@ -164,3 +165,22 @@ def test_a_frozen_raylet_stays_not_answering(cluster, healthy):
     [finding] = [f for f in result.findings("RLD101") if f["subject"] == f"node:{victim.node_id}"]
     assert "is not answering" in finding["message"], finding
     assert result.findings("RLD204") == [], result
+
+
+def test_a_node_registered_with_an_address_the_others_cannot_reach_is_said_so(cluster, hosts):
+    """A host with two addresses whose node registered with the one the cluster cannot route to
+    (a wrong --node-ip-address): its raylet reaches the GCS, nothing reaches it back."""
+    hosts.in_host(3, "ip", "addr", "add", "10.231.99.13/32", "dev", "lo")
+    node = cluster.add_node(NodeSpec(labels={"ray.io/availability-zone": "zone-a"},
+                                     ip="10.231.99.13", command_prefix=hosts.prefix(3)))
+    result = check_json(cluster)
+    assert result.code == 1, result
+    finding = only_finding(result, "RLD204")
+    assert finding["subject"] == f"node:{node.node_id}" and finding["severity"] == "fail"
+    assert finding["evidence"]["state"] == "address"
+    assert "(10.231.99.13) registered with an address the other nodes cannot reach" in finding[
+        "message"]
+    assert "any of the 3 node(s) that tried (no route to that address from there)" in finding[
+        "message"]
+    assert "--node-ip-address" in finding["fix"]
+    assert result.findings("RLD101") == [], result

@@ -20,7 +20,9 @@ def _status_of(errno_value: int) -> str:
         return "refused"
     if errno_value in (errno.ETIMEDOUT,):
         return "timeout"
-    if errno_value in (errno.EHOSTUNREACH, errno.ENETUNREACH):
+    if errno_value == errno.ENETUNREACH:
+        return "no-route"
+    if errno_value == errno.EHOSTUNREACH:
         return "unreachable"
     return "error:" + (errno.errorcode.get(errno_value) or str(errno_value))
 
@@ -31,8 +33,9 @@ def connect_all(targets: list, deadline_s: float) -> list:
     Each connect gets `deadline_s`; at most MAX_OPEN_SOCKETS are open at once, so a long
     list of closed ports costs a few deadlines, not one per port. Returns, in the order of
     `targets`, [status, ms] with status "open", "timeout" (no answer: something drops the
-    packets), "refused" (a reset: nothing listens, or a reject rule), "unreachable" (no
-    route to the host) or "error:<errno>".
+    packets), "refused" (a reset: nothing listens, or a reject rule), "no-route" (this node
+    has no route to the address), "unreachable" (the host did not answer, or a router said so)
+    or "error:<errno>".
     """
     import errno
     import selectors
