@@ -459,7 +459,7 @@ def port_unreachable(snap, params):
         (refused) some of them, between some nodes or all, breaks the paths that use them. A
         node registered with an address the others cannot reach (a wrong `--node-ip-address`,
         the wrong interface of a host with several) has every port closed the same way.
-        Measured from each node's probe: a TCP connect with a 1 s deadline to every Ray port
+        Measured from each node's probe: a TCP connect with a 1.5 s deadline to every Ray port
         of the other nodes, as Ray reports them, and to a port of each node's worker range that
         its probe listens on for a moment; on more than 32 nodes each node is tried from the
         head and from 8 peers.

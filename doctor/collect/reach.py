@@ -21,7 +21,7 @@ import time
 from rldoctor.collect import error_line, portprobe
 from rldoctor.collect.nodes import HEAD_RESOURCE, NODE_PORTS
 
-CONNECT_DEADLINE_S = 1.0
+CONNECT_DEADLINE_S = 1.5  # Linux resends a lost SYN after 1 s: one lost packet is not a closed port
 ALL_PAIRS_UP_TO = 32
 PEERS_PER_NODE = 8
 LISTEN_EXTRA_S = 4.0  # the worker-port listener outlives the connect deadline by this much
