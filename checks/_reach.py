@@ -64,9 +64,18 @@ def node_state(snap, node_id: str) -> str | None:
     return "gone"
 
 
-def explains_silence(snap, node_id: str) -> bool:
-    """RLD204 explains why this node (or its probe) did not answer: a port is closed to it."""
-    return node_state(snap, node_id) in ("closed", "address")
+def explains_silence(snap, node_id: str, kind: str | None = None) -> bool:
+    """RLD204 explains why this node did not answer: no one reaches it at its address, or a
+    port closed to it is one the silence needs (its node manager for a raylet that did not
+    answer a ping, kind "silent"; any of CORE for a probe that did not start or answer).
+    A closed metrics port does not explain a frozen raylet."""
+    state = node_state(snap, node_id)
+    if state == "address":
+        return True
+    if state != "closed":
+        return False
+    closed = set(((snap.get("reach") or {}).get("failed") or {}).get(node_id) or {})
+    return bool(closed & ({"node_manager"} if kind == "silent" else set(CORE)))
 
 
 def own_addresses(snap, node_id: str) -> list[str] | None:

@@ -75,7 +75,7 @@ def node_dead(snap, params):
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
         elif node_id in unresponsive and unresponsive[node_id].get("kind") != "auth":  # RLD105
-            if explains_silence(snap, node_id):
+            if explains_silence(snap, node_id, unresponsive[node_id].get("kind")):
                 continue  # a port of it is closed to other nodes: RLD204 names which, from where
             failure = unresponsive[node_id]
             error = failure.get("error", "")

@@ -127,6 +127,12 @@ def test_rld101_defers_to_a_closed_port_but_not_for_a_frozen_raylet():
     frozen = _silent(healthy(), W2)  # a stopped raylet's ports still accept connections
     [finding] = run(node_dead, frozen)
     assert finding.subject == f"node:{W2}" and "is not answering" in finding.message
+    # A closed metrics port beside a frozen raylet explains nothing: both are reported.
+    both = _silent(with_failures(healthy(), [(HEAD, W2, "metrics_export", "timeout")]), W2)
+    [finding] = run(node_dead, both)
+    assert "is not answering" in finding.message
+    [closed] = run(port_unreachable, both)
+    assert closed.severity is Severity.WARN
 
 
 def test_rld204_is_skipped_without_the_reach_section():
