@@ -517,6 +517,10 @@ def port_unreachable(snap, params):
                 needed="\n".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
         else:
             message = f"{_node_label(snap, target)}: " + "; ".join(parts)
+            sampling = reach.get("sampling") or {}
+            if sampling.get("peers_per_node"):
+                message += (f" (on {sampling.get('nodes')} nodes each node is tried from the head "
+                            f"and {sampling['peers_per_node']} peers)")
             fix = _PORTS_FIX.format(needed="\n".join(needed),
                                     closed="; ".join(_closed_lines(snap, per_port)))
         evidence = {
@@ -524,6 +528,7 @@ def port_unreachable(snap, params):
             "failures": [{**f, "source_ip": (snap.node(f["source"]) or {}).get("ip"),
                           "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
                          for f in fails],
+            "failures_left_out": reach.get("failures_left_out") or 0,
             "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
             "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
             "worker_port_ranges": reach.get("worker_port_ranges")}

@@ -210,3 +210,13 @@ def test_no_route_to_a_node_from_anywhere_is_its_address_even_when_its_probe_is_
     assert finding.evidence["state"] == "address"
     assert "no route to that address from there" in finding.message
     assert run(node_dead, data) == []
+
+
+def test_a_sampled_cluster_says_how_many_peers_tried_each_node():
+    data = with_failures(healthy(), [(W1, W2, "object_manager", "timeout")])
+    data["reach"]["sampling"] = {"mode": "head and peers", "nodes": 400, "all_pairs_up_to": 32,
+                                 "peers_per_node": PEERS_PER_NODE}
+    [finding] = run(port_unreachable, data)
+    assert f"on 400 nodes each node is tried from the head and {PEERS_PER_NODE} peers" in (
+        finding.message)
+    assert finding.evidence["sampling"]["peers_per_node"] == PEERS_PER_NODE
