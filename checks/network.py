@@ -529,6 +529,8 @@ def port_unreachable(snap, params):
                           "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
                          for f in fails],
             "failures_left_out": reach.get("failures_left_out") or 0,
+            # a node whose probe never answered: the peer whose task listened on its worker range
+            "worker_port_placed_by": (reach.get("worker_port_placed_by") or {}).get(target),
             "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
             "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
             "worker_port_ranges": reach.get("worker_port_ranges")}

@@ -134,10 +134,11 @@ class Hosts:
         self.remove()
 
     # -- firewall rules ----------------------------------------------------------------------
-    def block(self, index: int, port: int, sources: list[int] | None = None,
+    def block(self, index: int, port: int | str, sources: list[int] | None = None,
               reject: bool = False) -> None:
-        """New TCP connections to `port` on host `index` from hosts `sources` (all when None)
-        are dropped (time out) or, with `reject`, answered with a reset (refused)."""
+        """New TCP connections to `port` (or a range "LOW:HIGH") on host `index` from hosts
+        `sources` (all when None) are dropped (time out) or, with `reject`, answered with a
+        reset (refused)."""
         target = ["-j", "REJECT", "--reject-with", "tcp-reset"] if reject else ["-j", "DROP"]
         froms = [["-s", self.ip(s)] for s in sources] if sources is not None else [[]]
         for src in froms:

@@ -151,6 +151,26 @@ def test_a_node_manager_port_dropped_from_the_head_is_a_closed_port_not_a_frozen
     assert result.seconds < 2 * healthy_s + 5, (result.seconds, healthy_s)
 
 
+def test_a_worker_port_range_closed_to_the_head_is_a_closed_port_not_a_busy_node(
+        cluster, healthy, rules):
+    """The GCS and the driver live on the head: no worker of node 2 can be reached from there,
+    so its probe never starts; a task that a peer's probe places there listens instead."""
+    rules.block(2, "10002:19999", sources=[0])
+    result = check_json(cluster)
+    assert result.code == 1, result
+    finding = only_finding(result, "RLD204")
+    assert finding["subject"] == f"node:{cluster.nodes[2].node_id}"
+    assert finding["severity"] == "fail"
+    [failure] = finding["evidence"]["failures"]
+    assert (failure["source"], failure["component"], failure["status"]) == (
+        cluster.nodes[0].node_id, "worker", "timeout")
+    assert 10002 <= failure["port"] <= 19999
+    assert "of the worker processes" in finding["message"]
+    # Node 2's own probe never started: the listener was a task placed there by worker 1's.
+    assert finding["evidence"]["worker_port_placed_by"] == cluster.nodes[1].node_id
+    assert result.findings("RLD101") == [], result
+
+
 def test_a_frozen_raylet_stays_not_answering(cluster, healthy):
     victim = cluster.nodes[2]
     pids = cluster.pids(2, "raylet")

@@ -1,12 +1,16 @@
 """TCP connects from a node to the Ray ports of other nodes, run on the node itself.
 
 Run through `NodeProbe.call_here(func, ...)`; this module is pickled by value (see
-`register`), so the nodes need nothing of rldoctor. Standard library only. Nothing is left
-behind: every socket is closed before a function returns, except the one `listen_briefly`
-opens, which its own thread closes when its time is up.
+`register`), so the nodes need nothing of rldoctor. Standard library, ray (to place one
+task) and the probes' own helpers only. Nothing is left behind: every socket is closed
+before a function returns, except the one `listen_briefly` opens, which its own thread
+closes when its time is up.
 """
 
 from __future__ import annotations
+
+# Module-level, so they travel by value with this module's functions (probes is by value too).
+from rldoctor.collect.probes import _cmdline, _flags, _raylet_above
 
 MAX_OPEN_SOCKETS = 256  # connects in flight at once on one node (file descriptors are finite)
 LISTEN_BACKLOG = 128
@@ -150,6 +154,44 @@ def listen_briefly(low: int | None, high: int | None, hold_s: float) -> dict:
 
     threading.Thread(target=serve, name="rldoctor-listen", daemon=True).start()
     return {"port": chosen, "in_range": bool(low and high and low <= chosen <= high)}
+
+
+def worker_range_here() -> list | None:
+    """[low, high] of this node's worker port range, from its raylet's command line."""
+    import os
+
+    raylet = _raylet_above(os.getpid())
+    flags = _flags(_cmdline(raylet)) if raylet else {}
+    try:
+        low, high = int(flags.get("min_worker_port", "")), int(flags.get("max_worker_port", ""))
+    except ValueError:
+        return None
+    return [low, high] if low and high else None
+
+
+def listen_in_worker_range(hold_s: float) -> dict:
+    """`listen_briefly` on the worker range of the node this runs on (a task pinned there)."""
+    low, high = worker_range_here() or [None, None]
+    return {**listen_briefly(low, high, hold_s), "range": [low, high] if low else None}
+
+
+def listen_on(node_id: str, hold_s: float, timeout_s: float) -> dict:
+    """From a healthy node's probe: a zero-CPU task pinned to `node_id` listens on a port of
+    that node's worker range. For a node whose own probe never answered: the task is leased
+    and pushed from here, so a worker range closed only to the head (where the GCS and the
+    driver live) is tested all the same. Returns what the task answered, or {"error"}."""
+    import ray
+
+    task = ray.remote(num_cpus=0, max_retries=0)(listen_in_worker_range)
+    ref = task.options(label_selector={"ray.io/node-id": node_id}).remote(hold_s)
+    try:
+        return ray.get(ref, timeout=timeout_s)
+    except Exception as exc:
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:
+            pass
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"}
 
 
 def register() -> None:

@@ -27,6 +27,8 @@ PEERS_PER_NODE = 8
 LISTEN_EXTRA_S = 4.0  # the worker-port listener outlives the connect deadline by this much
 LISTEN_WAIT_S = 2.0
 ROUND_SLACK_S = 2.0
+RELAY_WAIT_S = 4.0  # a task on a node whose probe never answered: its listener's answer
+MAX_RELAYED = 16
 MAX_FAILURES_KEPT = 500  # the counts stay complete; the list of failing pairs is bounded
 
 
@@ -106,6 +108,46 @@ def _listen_on_worker_ports(fleet, endpoints: dict, budget) -> tuple[dict, dict]
     return ranges, missing
 
 
+def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, head, budget) -> dict:
+    """For each node whose probe never answered (not one whose raylet is silent: its node
+    manager is tried anyway), a healthy peer's probe starts a task there that listens on a
+    worker port: {node: the peer that placed it}."""
+    import ray
+
+    waiting = [n for n, failure in fleet.failed.items()
+               if failure.get("kind") in ("timeout", "lost") and n in endpoints
+               and "worker" not in endpoints[n]]
+    peers = [n for n in sorted(fleet.actors) if n != head] or sorted(fleet.actors)
+    asked = {}
+    for node_id in waiting[:MAX_RELAYED]:
+        peer = next((p for p in peers if p != node_id), None)
+        if peer is None:
+            break
+        ref = fleet.actors[peer].call_here.remote(
+            portprobe.listen_on, node_id, CONNECT_DEADLINE_S + LISTEN_EXTRA_S, RELAY_WAIT_S)
+        asked[ref] = (node_id, peer)
+    ready, late = (ray.wait(list(asked), num_returns=len(asked),
+                            timeout=budget.left(RELAY_WAIT_S + 1)) if asked else ([], []))
+    via = {}
+    for ref in ready:
+        node_id, peer = asked[ref]
+        try:
+            answer = ray.get(ref, timeout=1)
+        except Exception as exc:
+            answer = {"error": error_line(exc, 160)}
+        if answer.get("port") and answer.get("in_range"):
+            ip = (endpoints[node_id].get("node_manager") or [None])[0]
+            endpoints[node_id]["worker"] = [ip, int(answer["port"])]
+            ranges[node_id] = answer.get("range")
+            via[node_id] = peer
+            missing.pop(node_id, None)
+        else:
+            missing[node_id] = answer.get("error") or "no free port in its worker port range"
+    for ref in late:
+        missing[asked[ref][0]] = f"no task placed there listened within {RELAY_WAIT_S:g}s"
+    return via
+
+
 def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
     import ray
 
@@ -114,6 +156,7 @@ def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
     table = [n for n in ray.nodes() if n.get("Alive")]
     endpoints, head = _endpoints(table, gcs_address)
     ranges, no_worker_port = _listen_on_worker_ports(fleet, endpoints, budget)
+    relayed = _listen_through_a_peer(fleet, endpoints, ranges, no_worker_port, head, budget)
     node_ids = sorted(endpoints)
     sources = sorted(n for n in fleet.actors if n in endpoints)
     pairs_of = plan(node_ids, sources, head)
@@ -165,6 +208,7 @@ def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
         "sources": sources,
         "endpoints": endpoints,
         "worker_port_ranges": ranges,
+        "worker_port_placed_by": relayed,
         "no_worker_port": no_worker_port,
         "tried": tried, "failed": {t: c for t, c in failed.items() if c}, "open": opened,
         "failures": failures, "failures_left_out": max(0, sum(
