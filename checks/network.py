@@ -461,8 +461,8 @@ def port_unreachable(snap, params):
         the wrong interface of a host with several) has every port closed the same way.
         Measured from each node's probe: a TCP connect with a 1.5 s deadline to every Ray port
         of the other nodes, as Ray reports them, and to a port of each node's worker range that
-        its probe listens on for a moment; on more than 32 nodes each node is tried from the
-        head and from 8 peers.
+        its probe (or, when its probe never started, a task a peer places there) listens on
+        for a moment; on more than 32 nodes each node is tried from the head and from 8 peers.
 
     Fix:
         Open the ports the finding lists between all nodes, or pin them with the `ray start`
