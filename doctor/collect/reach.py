@@ -27,7 +27,7 @@ PEERS_PER_NODE = 8
 LISTEN_EXTRA_S = 4.0  # the worker-port listener outlives the connect deadline by this much
 LISTEN_WAIT_S = 2.0
 ROUND_SLACK_S = 2.0
-RELAY_WAIT_S = 4.0  # a task on a node whose probe never answered: its listener's answer
+RELAY_WAIT_S = 3.0  # a task on a node whose probe never answered: its listener's answer
 MAX_RELAYED = 16
 MAX_FAILURES_KEPT = 500  # the counts stay complete; the list of failing pairs is bounded
 
@@ -115,7 +115,7 @@ def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, 
     import ray
 
     waiting = [n for n, failure in fleet.failed.items()
-               if failure.get("kind") in ("timeout", "lost") and n in endpoints
+               if failure.get("kind") == "timeout" and n in endpoints
                and "worker" not in endpoints[n]]
     peers = [n for n in sorted(fleet.actors) if n != head] or sorted(fleet.actors)
     asked = {}
