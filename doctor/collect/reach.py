@@ -24,7 +24,7 @@ from rldoctor.collect.nodes import HEAD_RESOURCE, NODE_PORTS
 CONNECT_DEADLINE_S = 1.5  # Linux resends a lost SYN after 1 s: one lost packet is not a closed port
 ALL_PAIRS_UP_TO = 32
 PEERS_PER_NODE = 8
-LISTEN_EXTRA_S = 4.0  # the worker-port listener outlives the connect deadline by this much
+LISTEN_EXTRA_S = 3.0  # a worker-port listener outlives the connect deadline by this much
 LISTEN_WAIT_S = 2.0
 ROUND_SLACK_S = 2.0
 RELAY_WAIT_S = 3.0  # a task on a node whose probe never answered: its listener's answer
@@ -83,8 +83,9 @@ def _listen_on_worker_ports(fleet, endpoints: dict, budget) -> tuple[dict, dict]
         listening = ((fleet.facts.get(node_id) or {}).get("host") or {}).get("listening") or {}
         low, high = (listening.get("worker_ports") or [None, None])[:2]
         ranges[node_id] = [low, high] if low and high else None
+        # Up until the connects are done, a wait for the relayed listeners included.
         ref = actor.call_here.remote(portprobe.listen_briefly, low, high,
-                                     CONNECT_DEADLINE_S + LISTEN_EXTRA_S)
+                                     RELAY_WAIT_S + CONNECT_DEADLINE_S + LISTEN_EXTRA_S)
         asked[ref] = node_id
     ready, late = (ray.wait(list(asked), num_returns=len(asked), timeout=budget.left(LISTEN_WAIT_S))
                    if asked else ([], []))
