@@ -6,7 +6,7 @@ from __future__ import annotations
 # Ray's ports of a node: name -> (what owns it, what needs it open, the `ray start` flag).
 COMPONENTS = {
     "gcs": ("the GCS", "every node and driver registers with it and keeps calling it",
-            "--port (on the head)"),
+            "--port on the head"),
     "node_manager": ("the raylet's node manager", "task and actor leases, the GCS's health checks",
                      "--node-manager-port"),
     "object_manager": ("the raylet's object manager", "objects moving between nodes",

@@ -424,9 +424,9 @@ def _closed_lines(snap, per_port: dict) -> list[str]:
 
 
 _PORTS_FIX = (
-    "Ray needs these TCP ports open between every pair of nodes of this cluster, both ways "
-    "(opening only 6379 and 8265 lets the cluster form while objects never arrive and tasks "
-    "hang):\n{needed}\nClosed now: {closed}.\nEvery port but the GCS's is picked at random when "
+    "Closed now: {closed}. Ray needs these TCP ports open between every pair of nodes of this "
+    "cluster, both ways (opening only 6379 and 8265 lets the cluster form while objects never "
+    "arrive and tasks hang): {needed}. Every port but the GCS's is picked at random when "
     "`ray start` is not given it: pin them with the flags above, the same on every node, and "
     "open them (on a cloud, a security-group rule that allows all TCP between the cluster's own "
     "instances; on premises, the host firewall: `iptables -S`, `nft list ruleset`, "
@@ -514,14 +514,14 @@ def port_unreachable(snap, params):
                        f"any of the {len(sources)} node(s) that tried ("
                        + " / ".join(status_words(s) for s in statuses) + f"){not_own}")
             fix = _ADDRESS_FIX.format(ip=node.get("ip")) + _PORTS_FIX.format(
-                needed="\n".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
+                needed="; ".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
         else:
             message = f"{_node_label(snap, target)}: " + "; ".join(parts)
             sampling = reach.get("sampling") or {}
             if sampling.get("peers_per_node"):
                 message += (f" (on {sampling.get('nodes')} nodes each node is tried from the head "
                             f"and {sampling['peers_per_node']} peers)")
-            fix = _PORTS_FIX.format(needed="\n".join(needed),
+            fix = _PORTS_FIX.format(needed="; ".join(needed),
                                     closed="; ".join(_closed_lines(snap, per_port)))
         evidence = {
             "node_id": target, "ip": node.get("ip"), "state": state,

@@ -126,7 +126,7 @@ def test_an_object_manager_port_dropped_from_every_host_is_a_fail_with_the_port_
             "10.231.27.10, 10.231.27.11 (timeout)") in fix
     # The ports of this cluster, each with the flag that pins it.
     assert f"raylet's object manager {port} (--object-manager-port)" in fix
-    assert f"GCS {cluster.gcs_port} (--port (on the head))" in fix
+    assert f"GCS {cluster.gcs_port} (--port on the head)" in fix
     assert "worker ports 10002-19999 (--min-worker-port/--max-worker-port)" in fix
     # Not a busy node (RLD101), not a slow link (RLD202); the check pays the deadline once.
     assert result.findings("RLD101") == [] and result.findings("RLD202") == []
