@@ -49,8 +49,9 @@ def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120,
     """Run the installed `rldoctor` console script as a user would (under `prefix`, e.g. on
     a test host of its own: `ip netns exec <ns>`)."""
     started = time.monotonic()
-    proc = subprocess.run([*prefix, RLDOCTOR, *args], capture_output=True, text=True, timeout=timeout,
-                          env=env if env is not None else _clean_env(), stdin=subprocess.DEVNULL)
+    proc = subprocess.run([*prefix, RLDOCTOR, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env if env is not None else _clean_env(),
+                          stdin=subprocess.DEVNULL)
     return CliResult(proc, time.monotonic() - started)
 
 

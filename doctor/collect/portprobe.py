@@ -191,7 +191,8 @@ def listen_on(node_id: str, hold_s: float, timeout_s: float) -> dict:
             ray.cancel(ref, force=True)
         except Exception:
             pass
-        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"}
+        first = str(exc).splitlines()[0][:160] if str(exc) else ""
+        return {"error": f"{type(exc).__name__}: {first}"}
 
 
 def register() -> None:

@@ -109,7 +109,8 @@ def _listen_on_worker_ports(fleet, endpoints: dict, budget) -> tuple[dict, dict]
     return ranges, missing
 
 
-def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, head, budget) -> dict:
+def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, head,
+                           budget) -> dict:
     """For each node whose probe never answered (not one whose raylet is silent: its node
     manager is tried anyway), a healthy peer's probe starts a task there that listens on a
     worker port: {node: the peer that placed it}."""
@@ -199,11 +200,12 @@ def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
                                  "host": host, "port": port, "status": status, "ms": ms})
     for ref in late:
         not_tried[asked[ref][0]] = f"its probe did not answer within {wait_s:.1f}s"
+    every_pair = len(node_ids) <= ALL_PAIRS_UP_TO
     return {
         "deadline_s": CONNECT_DEADLINE_S,
-        "sampling": {"mode": "all pairs" if len(node_ids) <= ALL_PAIRS_UP_TO else "head and peers",
+        "sampling": {"mode": "all pairs" if every_pair else "head and peers",
                      "nodes": len(node_ids), "all_pairs_up_to": ALL_PAIRS_UP_TO,
-                     "peers_per_node": None if len(node_ids) <= ALL_PAIRS_UP_TO else PEERS_PER_NODE},
+                     "peers_per_node": None if every_pair else PEERS_PER_NODE},
         "head_node_id": head,
         "driver_node_id": ray.get_runtime_context().get_node_id(),
         "sources": sources,
