@@ -123,10 +123,9 @@ def node_dead(snap, params):
                     "The raylet may be dying, overloaded or cut off. Check the host (load, "
                     "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
                     "`rldoctor check` again: the GCS marks a node dead after its health checks "
-                    "fail (about 15 s by default). On an idle node, look for a firewall that "
-                    "closes its worker port range (--min-worker-port..--max-worker-port, "
-                    "10002-19999 by default) to the head: no worker there can then be reached, "
-                    "and RLD204 can test those ports only through a probe that started there.",
+                    "fail (about 15 s by default). A worker port range closed to the head "
+                    "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
+                    "through a task a peer places on the node, which did not answer either.",
                 )
 
 
