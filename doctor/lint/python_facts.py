@@ -28,6 +28,8 @@ import builtins
 import re
 from typing import Any
 
+from rldoctor.lint.value_flow import value_flow
+
 ENV_NAME_RE = re.compile(r"^RAY_[A-Za-z0-9_]+$")
 _MAX_SOURCE = 240
 _BUILTINS = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__",
@@ -121,6 +123,7 @@ class _Facts(ast.NodeVisitor):
         self._from_ray: set[str] = set()  # names bound by `import ray...` / `from ray... import`
         self._decorates: dict[int, str] = {}
         self._call_args: dict[int, dict] = {}  # a call used as an argument -> {call, kw, pos}
+        self._call_nodes: list[ast.Call] = []
 
     # -- helpers -----------------------------------------------------------------------------
     def _col(self, line: int, byte_col: int) -> int:
@@ -453,6 +456,7 @@ class _Facts(ast.NodeVisitor):
             record["name_span"] = self._span(func)
         self._call_ids[id(node)] = record["id"]
         self.calls.append(record)
+        self._call_nodes.append(node)
         for i, arg in enumerate(node.args):
             if isinstance(arg, ast.Starred):
                 record["starargs"] = True
@@ -484,6 +488,18 @@ class _Facts(ast.NodeVisitor):
         self.generic_visit(node)
 
     # -- result ------------------------------------------------------------------------------
+    def add_flow(self, flow) -> None:
+        """Each call argument's dict objects and literal values (see rldoctor.lint.value_flow)."""
+        for record, node in zip(self.calls, self._call_nodes):
+            args = [a for a in node.args if not isinstance(a, ast.Starred)]
+            kws = [k for k in node.keywords if k.arg is not None]
+            for facts, arg in list(zip(record["args"], args)) + list(zip(record["kwargs"], [k.value for k in kws])):
+                facts["objects"] = flow.objects_of(arg)
+                values = flow.values_of(arg)
+                if values is not None:
+                    facts["values"], facts["values_complete"] = values["values"], values["complete"]
+        self.objects = flow.to_json()
+
     def result(self) -> dict:
         chains: dict[int, int] = {}
         for record in self.calls:  # small stable chain numbers instead of object ids
@@ -502,7 +518,8 @@ class _Facts(ast.NodeVisitor):
         return {"calls": self.calls, "dicts": self.dicts, "imports": self.imports,
                 "attributes": self.attributes, "subscripts": self.subscripts,
                 "assignments": self.assignments, "classes": self.classes,
-                "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings}
+                "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
+                "objects": getattr(self, "objects", [])}
 
 
 class PythonSyntaxError(Exception):
@@ -529,6 +546,7 @@ def python_facts(text: str, filename: str = "<lint>") -> dict:
     visitor = _Facts(text)
     try:
         visitor.visit(tree)
+        visitor.add_flow(value_flow(tree, visitor._span, visitor._value))
     except RecursionError:
         raise PythonSyntaxError("too deeply nested to analyse") from None
     return visitor.result()
