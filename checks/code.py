@@ -59,7 +59,7 @@ def deprecated_rllib_api(snap, params):
     version = _ray_version(snap)
     found = []
     for record in lint_files(snap, ("python", "notebook")):
-        for usage in FileUsages(record).run():
+        for usage in FileUsages(record, snap["lint"].get("ray_modules")).run():
             line, col = usage.span[0], usage.span[1]
             evidence = {**usage.evidence, "replacement": usage.replacement, "edits": usage.edits,
                         "ray_version": version}

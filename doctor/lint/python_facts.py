@@ -110,6 +110,8 @@ class _Facts(ast.NodeVisitor):
         self.assignments: list[dict] = []
         self.classes: list[dict] = []
         self.env_strings: list[dict] = []
+        self.returns: list[dict] = []
+        self.functions: list[str] = []
         self._loads: list[tuple[str, list[int]]] = []
         self._bound: set[str] = set()
         self._conditions: list[dict] = []
@@ -268,6 +270,7 @@ class _Facts(ast.NodeVisitor):
 
     def _visit_function(self, node) -> None:
         self._bound.add(node.name)
+        self.functions.append(node.name)
         for decorator in node.decorator_list:
             self._decorates[id(decorator)] = "function"
         self._scope.append(node.name)
@@ -399,7 +402,7 @@ class _Facts(ast.NodeVisitor):
                     self._subscript_store(target, value)
                 continue
             record: dict[str, Any] = {"target": name, "line": target.lineno, "kind": "other",
-                                      **self._context()}
+                                      "value_source": self._source(value)[:120], **self._context()}
             if isinstance(value, ast.Dict):
                 record.update(kind="dict", dict=self._dict(value))
                 self.dicts[record["dict"]]["bound_to"] = name
@@ -446,6 +449,7 @@ class _Facts(ast.NodeVisitor):
             "method": func.attr if isinstance(func, ast.Attribute) else None,
             "name": func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None),
             "receiver": dotted(func.value) if isinstance(func, ast.Attribute) else None,
+            "receiver_source": self._source(func.value) if isinstance(func, ast.Attribute) else None,
             "chain": chain, "root": root, "root_call": root_call, "span": self._span(node),
             "args": [], "kwargs": [], "starargs": False, "assigned_to": None,
             "decorates": self._decorates.get(id(node)), "arg_of": self._call_args.get(id(node)),
@@ -483,6 +487,12 @@ class _Facts(ast.NodeVisitor):
             record["kwargs"].append(value)
         self.generic_visit(node)
 
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.returns.append({"scope": ".".join(self._scope) or "<module>", "name": dotted(node.value),
+                                 "call_node": node.value if isinstance(node.value, ast.Call) else None})
+        self.generic_visit(node)
+
     def visit_Dict(self, node: ast.Dict) -> None:
         self._dict(node)
         self.generic_visit(node)
@@ -511,6 +521,9 @@ class _Facts(ast.NodeVisitor):
                 call["assigned_to"] = record["target"]
                 record["call"] = call["id"]
                 record["chain"] = call["chain"]
+        for record in self.returns:
+            node = record.pop("call_node", None)
+            record["call"] = self._call_ids.get(id(node)) if node is not None else None
         free = [{"name": name, "span": where} for name, where in self._loads
                 if name not in self._bound and name not in _BUILTINS]
         from_ray = [{"name": name, "span": where} for name, where in self._loads
@@ -519,7 +532,8 @@ class _Facts(ast.NodeVisitor):
                 "attributes": self.attributes, "subscripts": self.subscripts,
                 "assignments": self.assignments, "classes": self.classes,
                 "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
-                "objects": getattr(self, "objects", [])}
+                "objects": getattr(self, "objects", []), "returns": self.returns,
+                "functions": sorted(set(self.functions))}
 
 
 class PythonSyntaxError(Exception):

@@ -99,6 +99,7 @@ class ValueFlow:
         self._conditions: list[dict] = []
         self._node_conditions: dict[int, list[dict]] = {}
         self._changed = False
+        self._opaque: dict[tuple[str, str], _Obj] = {}
 
     # -- driving ----------------------------------------------------------------------------
     def run(self) -> "ValueFlow":
@@ -288,7 +289,19 @@ class ValueFlow:
         return node, list(reversed(keys))
 
     def _store_targets(self, node: ast.AST, scope: str) -> list[_Obj]:
-        return [self.objects[i] for i in sorted(self.eval(node, scope))]
+        """The objects keys are written into; a plain name bound to nothing this file can see
+        (`config = ppo.DEFAULT_CONFIG.copy()`, a parameter) gets one object of its own."""
+        found = self.eval(node, scope)
+        name = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if not found and name and (name.count(".") == 0 or name.startswith("self.")):
+            key = self._key(scope, name)
+            obj = self._opaque.get(key)
+            if obj is None:
+                obj = self._new(node)
+                self._opaque[key] = obj
+            self._bind(key[0] if not key[0].startswith("class:") else scope, name, {obj.id}, [])
+            found = {obj.id}
+        return [self.objects[i] for i in sorted(found)]
 
     def _item_store(self, target: ast.Subscript, value: ast.AST, scope: str) -> None:
         found = self._subscript_path(target)
@@ -299,6 +312,7 @@ class ValueFlow:
         stored = self.eval(value, scope)
         facts = self._entry_facts(value, scope)
         conditions = list(self._conditions)
+        facts["target"] = ast.unparse(root)[:80]
         for obj in roots:
             self._write_path(obj, keys, stored, facts, conditions, scope, "item")
 
@@ -309,7 +323,8 @@ class ValueFlow:
         entry = {"key": name, "span": self._span(first), "path": [k.value for k in rest],
                  "how": how, "conditions": conditions, "scope": scope}
         if rest:
-            entry.update(value=None, literal=False, source="", value_span=self._span(first))
+            entry.update(value=None, literal=False, source="", value_span=self._span(first),
+                         target=facts.get("target", ""))
         else:
             entry.update(facts)
         before = len(obj.keys)
