@@ -586,14 +586,18 @@ class FileUsages:
             row = name_rows.get(imp["name"] or "")
             if row and module.startswith(row.where):
                 edits = []
+                uses = []
                 if row.mechanical and row.new and imp["name_span"]:
                     edits.append(_edit(imp["name_span"], row.old, row.new))
                     if not imp["asname"]:
                         renamed_names.add(row.old)
-                        edits += [_edit(u["span"], row.old, row.new) for u in self.facts["ray_name_loads"]
-                                  if u["name"] == row.old]
+                        uses = [u for u in self.facts["ray_name_loads"] if u["name"] == row.old]
                 self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {row.old}`",
                           f"`{row.new}`" if row.new else "", edits=edits)
+                for use in uses:  # each use is renamed on its own line, as its own finding
+                    self.emit(row, use["span"], f"`{row.old}` (imported on line {imp['span'][0]})",
+                              f"`{row.new}`", edits=[_edit(use["span"], row.old, row.new)],
+                              says=f"is renamed {row.new} with its import: {self._says(row)}")
                 modules_done.add((tuple(imp["span"]), module, imp["name"]))
         self.missing_imports(modules_done)
         seen_free: set[str] = set()
