@@ -305,8 +305,11 @@ class FileUsages:
         names = {c["root"] for c in in_chain if c["root"]} | {c["assigned_to"] for c in in_chain if c["assigned_to"]}
         if receiver:
             names.add(receiver)
-        return any(c["root"] in names or c["receiver"] in names or c["assigned_to"] in names
-                   for c in in_effect)
+        for c in in_effect:
+            whole = self.by_chain.get(c["chain"], [c])  # `x = PPOConfig().api_stack(...).framework(...)`
+            if any(x["root"] in names or x["receiver"] in names or x["assigned_to"] in names for x in whole):
+                return True
+        return False
 
     def old_stack(self, fact: dict, chain: int | None = None, receiver: str | None = None) -> bool:
         conditions = fact.get("conditions") or []
@@ -553,7 +556,8 @@ class FileUsages:
             else:
                 usage = f'`{item}["{key}"] = ...`' if item else f'`"{key}"` in a dict config'
             if guessed:
-                usage += " (in a dict that looks like an RLlib config)"
+                usage = usage.replace("in a dict config", "in a dict that looks like an RLlib config") \
+                    if not item else usage + " (a dict that looks like an RLlib config)"
                 severity = "warn" if severity == "fail" else severity
             replacement = (f'"{row.new}": {source or "..."}' if row.new and not item else
                            f'{item.split("[")[0]}["{row.new}"] = {source or "..."}' if row.new else "")
@@ -821,8 +825,8 @@ class FileUsages:
             if imp["guarded"] or imp["level"] or not (module == "ray" or module.startswith("ray.")):
                 continue
             statement = (tuple(imp["span"]), module, imp["name"])
-            if statement in done or (tuple(imp["span"]), module, None) in done:
-                continue
+            if statement in done or (tuple(imp["span"]), module) in done:
+                continue  # the table has a row for this import, with its replacement
             parts = module.split(".")
             missing = next((".".join(parts[:i]) for i in range(2, len(parts) + 1)
                             if index.get(".".join(parts[:i]), {}).get("exists") is False), None)

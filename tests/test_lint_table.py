@@ -635,3 +635,49 @@ def test_every_row_has_a_probe_and_a_severity_that_follows_its_harm():
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_row_behaves_as_the_table_says(row, rllib):
     PROBES[row.shape](row, rllib)
+
+
+def test_imports_the_installed_ray_lacks_really_fail(tmp_path):
+    """The findings read from the installed Ray's files (not rows of the table) are right:
+    each module or name they say is gone fails to import, with the error they name; names
+    and modules that are there are not reported."""
+    from rldoctor.lint.command import diagnose
+
+    script = tmp_path / "imports.py"
+    script.write_text(
+        "from ray.rllib import agents\n"
+        "from ray.rllib.evaluation import RolloutWorker, MultiAgentEpisode\n"
+        "from ray.rllib.policy.tf_policy import LearningRateSchedule\n"
+        "from ray.rllib.evaluation.worker_set import WorkerSet\n"
+        "import ray.experimental.tfutils\n"
+        "from ray.rllib.algorithms.a3c import A3CConfig\n"
+        "from ray.rllib.algorithms.ppo import PPOConfig\n"
+        "from ray.tune import Tuner, RunConfig\n"
+        "from ray.rllib.examples.envs.classes.utils.cartpole_observations_proto import CartPoleObservation\n"
+        "WorkerSet()\n")
+    fixtures = [p for p in (pytest.importorskip("conftest").FIXTURES / "lint" / "rules").glob("*.py")]
+    report, _, _ = diagnose([str(script)] + [str(p) for p in fixtures])
+    found = [f for f in report.findings if f.evidence.get("row") == "import-missing-in-ray"]
+    in_script = {f.location["line"] for f in found if f.location["path"] == str(script)}
+    assert in_script == {1, 3, 4, 5, 6}, sorted(in_script)  # line 2: the table's own MultiAgentEpisode row
+    assert any(f.evidence.get("row") == "name-MultiAgentEpisode" and f.location["line"] == 2
+               for f in report.findings if f.location["path"] == str(script))
+    for f in found:
+        module, name = f.evidence["module"], f.evidence.get("name")
+        if "deprecated with error=True" in f.message:
+            cls = getattr(importlib.import_module(module), name)
+            seen = observe(lambda: cls())
+            assert isinstance(seen.exception, ValueError) and "deprecated" in str(seen.exception), seen.exception
+            continue
+        if name is None:
+            seen = observe(lambda: importlib.import_module(module))
+            assert isinstance(seen.exception, ModuleNotFoundError), (module, seen.exception)
+        else:
+            seen = observe(lambda: exec(f"from {module} import {name}", {}))
+            assert isinstance(seen.exception, ImportError), (module, name, seen.exception)
+            assert f"cannot import name '{name}'" in str(seen.exception)
+    for module, name in (("ray.rllib.evaluation", "RolloutWorker"), ("ray.rllib.algorithms.ppo", "PPOConfig"),
+                         ("ray.tune", "RunConfig")):
+        namespace: dict = {}
+        exec(f"from {module} import {name}", namespace)
+        assert namespace[name] is not None

@@ -579,6 +579,7 @@ class ValueFlow:
                     known.append(value)
         complete = _UNKNOWN not in values and len(known) == len(
             [v for v in values if v is not _UNKNOWN and (isinstance(v, (str, int, float, bool)) or v is None)])
+        known.sort(key=repr)  # sets have no order from one run to the next
         if not known and not complete:
             return {"values": [], "complete": False}
         return {"values": known[:_MAX_VALUES], "complete": complete and len(known) <= _MAX_VALUES}
