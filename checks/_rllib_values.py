@@ -37,7 +37,8 @@ def inert_verdict(row: Row, facts: dict, says: str) -> tuple[str, str | None]:
     """(severity, what each value does or None) for a row with harmless (`inert`) values."""
     if facts.get("literal"):
         if row.inert and facts.get("value") in row.inert and row.severity == "fail":
-            return "warn", None
+            return "warn", (f"does nothing with {_shown(facts.get('value'))}, a leftover to drop "
+                            f"(with {_others(row.inert)} it {says})")
         return row.severity, None
     if not row.inert:
         return row.severity, None
