@@ -184,9 +184,19 @@ class FileUsages:
                     return len(rllib_keys(self.facts, ids)) >= 2 or self.rllib_file
                 return verdict
             parent = call.get("arg_of")
-            call = self.calls[parent["call"]] if parent else None
+            origin = self._made_by(call["receiver"]) if not parent and call["receiver"] else None
+            call = self.calls[parent["call"]] if parent else origin  # `analysis = tune.run(...)`
             seen += 1
         return self.rllib_file
+
+    def _made_by(self, name: str) -> dict | None:
+        """The call a name is assigned from (`results = tuner.fit()` -> `tuner.fit()`), followed
+        to the Tuner when it is a `.fit()`."""
+        made = next((self.calls[a["call"]] for a in self.facts["assignments"]
+                     if a["kind"] == "call" and a["target"] == name and "call" in a), None)
+        if made is not None and made["name"] == "fit" and made["receiver"] and made["receiver"] != name:
+            return self._made_by(made["receiver"]) or made
+        return made
 
     def _config_like(self, name: str | None, call: dict | None = None) -> bool:
         """A name such as `config` or `ppo_config` calling an AlgorithmConfig builder method."""
