@@ -256,6 +256,8 @@ def _check_config_row(row, act, rllib):
         _assert_ignored(row, cfg, rllib)
     elif row.behaviour == "works":
         assert getattr(cfg, row.new) == row.example, f"{row.id}: {row.new} is not set from it"
+        # a setting Ray still translates but warns about is at least `warn`, never `works`
+        assert not seen.deprecation, f"{row.id}: Ray warns about it now: {seen.logged + seen.warned}"
     else:
         pytest.fail(f"{row.id}: no probe for behaviour {row.behaviour}")
 
