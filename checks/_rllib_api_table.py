@@ -145,6 +145,9 @@ ROWS: tuple[Row, ...] = (
         fix="there is no config.learner(): `.learners(num_learners=..., num_gpus_per_learner=...)` "
             "sets the learners, loss options such as use_kl_loss are `.training()` arguments, and "
             "there is no half_precision setting"),
+    Row("method-get_marl_module_spec", "method", "get_marl_module_spec", "raises",
+        new="get_multi_rl_module_spec", mechanical=True,
+        error=("ValueError", "`get_marl_module_spec` has been deprecated")),
     Row("method-build", "method", "build", "warns", new="build_algo", mechanical=True,
         says="still builds, with a one-time DeprecationWarning: `build` has been deprecated. Use "
              "`AlgorithmConfig.build_algo` instead."),
@@ -297,6 +300,21 @@ ROWS: tuple[Row, ...] = (
            example=True, error=("ValueError", "`AlgorithmConfig.recreate_failed_workers` has been deprecated")),
     _store("evaluation_num_workers", "evaluation_num_env_runners", "raises",
            error=("ValueError", "`AlgorithmConfig.evaluation_num_workers` has been deprecated")),
+    *(_store(old, new, "raises", example=example,
+             error=("ValueError", f"`AlgorithmConfig.{old}` has been deprecated"))
+      for old, new, example in (
+          ("custom_resources_per_worker", "custom_resources_per_env_runner", {"accel": 1}),
+          ("num_cpus_per_learner_worker", "num_cpus_per_learner", 2),
+          ("num_gpus_per_learner_worker", "num_gpus_per_learner", 1),
+          ("num_cpus_for_local_worker", "num_cpus_for_main_process", 2),
+          ("ignore_worker_failures", "ignore_env_runner_failures", True),
+          ("recreate_failed_env_runners", "restart_failed_env_runners", True),
+          ("max_num_worker_restarts", "max_num_env_runner_restarts", 3),
+          ("delay_between_worker_restarts_s", "delay_between_env_runner_restarts_s", 3.0),
+          ("num_consecutive_worker_failures_tolerance", "num_consecutive_env_runner_failures_tolerance", 3),
+          ("worker_health_probe_timeout_s", "env_runner_health_probe_timeout_s", 3.0),
+          ("worker_restore_timeout_s", "env_runner_restore_timeout_s", 3.0),
+          ("validate_workers_after_construction", "validate_env_runners_after_construction", False))),
     _store("_enable_new_api_stack", None, "raises", example=True,
            error=("ValueError", "`AlgorithmConfig._enable_new_api_stack` has been deprecated"),
            fix="the new API stack is " + _DEFAULT),
