@@ -867,6 +867,26 @@ class FileUsages:
                                f"{'calling it here raises' if used else 'any call of it raises'} "
                                f"ValueError" + (f" (use {new})" if new else ""), module=module, name=name)
 
+    def missing_attributes(self) -> None:
+        """`tune.track`, `ppo.DEFAULT_CONFIG`: attributes of ray modules the installed Ray lacks."""
+        from rldoctor.lint.ray_modules import module_aliases, resolve
+
+        index = self.ray_modules
+        if not index or index.get("error"):
+            return
+        aliases = module_aliases(self.imports)
+        taken = {marker[1] for marker in self._emitted}
+        for attr in self.facts["attributes"]:
+            if attr["ctx"] != "load" or tuple(attr["span"]) in taken:
+                continue
+            module = resolve(aliases, attr["receiver"])
+            entry = index.get(module or "") or {}
+            if not entry.get("exists") or (entry.get("names") or {}).get(attr["attr"]) is not False:
+                continue
+            self.emit(_GENERATED_IMPORT, attr["span"], f"`{attr['receiver']}.{attr['attr']}`", "",
+                      says=f"raises AttributeError: module '{module}' has no attribute '{attr['attr']}' "
+                           "(the installed Ray no longer has it)", module=module, name=attr["attr"])
+
     # -- callbacks -----------------------------------------------------------------------------------
     def callbacks(self) -> None:
         if not self.rllib_file:
@@ -910,6 +930,7 @@ class FileUsages:
         self.results()
         self.call_kwargs()
         self.run_configs()
+        self.missing_attributes()
         self.callbacks()
         return self.out
 

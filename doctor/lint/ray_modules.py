@@ -174,11 +174,41 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
     return out
 
 
+def module_aliases(imports: list[dict]) -> dict[str, str]:
+    """Local name -> the `ray.*` dotted path an import binds it to."""
+    aliases = {}
+    for imp in imports:
+        module = imp["module"]
+        if imp.get("level") or not (module == "ray" or module.startswith("ray.")):
+            continue
+        if imp["name"] is None:
+            local = imp["asname"] or module.split(".")[0]
+            aliases[local] = module if imp["asname"] else local
+        elif imp["name"] != "*":
+            aliases[imp["asname"] or imp["name"]] = f"{module}.{imp['name']}"
+    return aliases
+
+
+def resolve(aliases: dict[str, str], dotted: str | None) -> str | None:
+    if not dotted:
+        return None
+    head, _, rest = dotted.partition(".")
+    if head not in aliases:
+        return None
+    full = aliases[head]
+    return f"{full}.{rest}" if rest else full
+
+
 def wanted_modules(records: list[dict]) -> dict[str, set[str]]:
-    """The `ray.*` modules (and names imported from them) of the linted Python files."""
+    """The `ray.*` modules (and names imported from them or read off them) of the linted files."""
     wanted: dict[str, set[str]] = {}
     for record in records:
         facts = record.get("python") if record.get("status") == "ok" else None
+        aliases = module_aliases((facts or {}).get("imports") or [])
+        for attr in (facts or {}).get("attributes") or []:
+            full = resolve(aliases, attr["receiver"]) if attr["ctx"] == "load" else None
+            if full and (full == "ray" or full.startswith("ray.")):
+                wanted.setdefault(full, set()).add(attr["attr"])
         for imp in (facts or {}).get("imports") or []:
             module = imp["module"]
             if imp.get("level") or not (module == "ray" or module.startswith("ray.")):

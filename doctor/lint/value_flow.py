@@ -100,6 +100,9 @@ class ValueFlow:
         self._node_conditions: dict[int, list[dict]] = {}
         self._changed = False
         self._opaque: dict[tuple[str, str], _Obj] = {}
+        self._active: dict[int, list[ast.AST]] = {}
+        self._tests: dict[int, str] = {}
+        self.passes = 0
 
     # -- driving ----------------------------------------------------------------------------
     def run(self) -> "ValueFlow":
@@ -108,12 +111,17 @@ class ValueFlow:
             self._changed = False
             self._conditions = []
             self._block(self.tree.body, "<module>")
+            self.passes += 1
             if not self._changed:
                 break
         return self
 
     def _index(self, node: ast.AST, scope: str, cls: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
+        """Functions and classes by scope; only statements are visited (never expressions)."""
+        children = []
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children += getattr(node, field, None) or []
+        for child in children:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inner = f"{scope}.{child.name}" if scope != "<module>" else child.name
                 self._functions.setdefault(child.name, []).append((child, inner))
@@ -185,7 +193,9 @@ class ValueFlow:
             test, positive = stmt.test, True
             while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, positive = test.operand, not positive
-            source = ast.unparse(test)[:200]
+            source = self._tests.get(id(test))
+            if source is None:
+                source = self._tests[id(test)] = ast.unparse(test)[:200]
             self._conditions.append({"test": source, "positive": positive})
             self._block(stmt.body, scope)
             self._conditions[-1] = {"test": source, "positive": not positive}
@@ -270,8 +280,15 @@ class ValueFlow:
         """Effects inside an expression: mutating calls, calls of local functions, lambdas."""
         if node is None:
             return
-        for sub in ast.walk(node):
-            self._scope_of[id(sub)] = scope
+        active = self._active.get(id(node))
+        if active is None:  # walked once; later passes only revisit the calls and dicts
+            active = []
+            for sub in ast.walk(node):
+                self._scope_of[id(sub)] = scope
+                if isinstance(sub, (ast.Call, ast.Dict)):
+                    active.append(sub)
+            self._active[id(node)] = active
+        for sub in active:
             if isinstance(sub, ast.Call):
                 self._call_effects(sub, scope)
             if isinstance(sub, ast.Dict) or (isinstance(sub, ast.Call) and _dotted(sub.func) == "dict"):
