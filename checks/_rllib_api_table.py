@@ -470,10 +470,6 @@ ROWS: tuple[Row, ...] = (
         error=("ImportError", "cannot import name 'MultiAgentEpisode'"),
         fix="`from ray.rllib.env.multi_agent_episode import MultiAgentEpisode` (the new stack's "
             "episode class, with a different API: get_return(), get_infos(), custom_data)"),
-    Row("name-EpisodeV2", "name", "EpisodeV2", "raises", ("ray.rllib.evaluation",),
-        error=("ImportError", "cannot import name 'EpisodeV2'"),
-        fix="new-stack callbacks get a `SingleAgentEpisode` (`from ray.rllib.env.single_agent_episode "
-            "import SingleAgentEpisode`)"),
     Row("attr-tune.function", "module", "ray.tune.function", "raises",
         error=("AttributeError", "has no attribute 'function'"),
         fix="pass the function itself; Tune no longer needs the wrapper"),

@@ -834,6 +834,8 @@ class FileUsages:
             module = imp["module"]
             if imp["guarded"] or imp["level"] or not (module == "ray" or module.startswith("ray.")):
                 continue
+            if any(c["test"].endswith("TYPE_CHECKING") and c["positive"] for c in imp.get("conditions") or []):
+                continue  # only read by type checkers, never imported when the code runs
             statement = (tuple(imp["span"]), module, imp["name"])
             if statement in done or (tuple(imp["span"]), module) in done:
                 continue  # the table has a row for this import, with its replacement

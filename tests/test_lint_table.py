@@ -656,7 +656,11 @@ def test_imports_the_installed_ray_lacks_really_fail(tmp_path):
         "from ray.rllib.algorithms.ppo import PPOConfig\n"
         "from ray.tune import Tuner, RunConfig\n"
         "from ray.rllib.examples.envs.classes.utils.cartpole_observations_proto import CartPoleObservation\n"
-        "WorkerSet()\n")
+        "WorkerSet()\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from ray.rllib.core.learner.learner import ParamList\n"
+        "from ray.rllib.evaluation.episode_v2 import EpisodeV2\n")
     fixtures = [p for p in (pytest.importorskip("conftest").FIXTURES / "lint" / "rules").glob("*.py")]
     report, _, _ = diagnose([str(script)] + [str(p) for p in fixtures])
     found = [f for f in report.findings if f.evidence.get("row") == "import-missing-in-ray"]

@@ -106,11 +106,12 @@ def _read(root: Path, module: str) -> dict:
     if source is None:
         return entry
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8", errors="replace"))
+        text = source.read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(text)
     except (SyntaxError, ValueError, OSError, RecursionError):
         return entry
     names: set[str] = set()
-    text_builds_names = "globals()" in source.read_text(encoding="utf-8", errors="replace")
+    text_builds_names = "globals()" in text
     if _bound(tree.body, names) and not text_builds_names:  # generated protobuf modules fill globals()
         entry["names"] = sorted(names)
     entry["deprecated"] = _deprecated(tree.body)
