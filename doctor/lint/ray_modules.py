@@ -5,11 +5,13 @@ ray.rllib.evaluation import Episode`), this answers, per module:
 
 - `exists`: a `.py` file, a package directory or an extension module of that name
   is in the installed Ray;
-- `names`: for each name imported from it, whether the module still binds it at
-  top level (a def, a class, an assignment, an import, in any top-level `if` or
-  `try`) or has a submodule of that name; left out when the module can make up
-  names at run time (a module-level `__getattr__`, a star import, `globals()` filled
-  in, as generated protobuf modules do);
+- `names`: for each name imported from it (or read off it as an attribute), whether
+  the module still has it: a submodule of that name, or a line of the module's text
+  that could bind it (a def, a class, an assignment, an import, a quoted name); a name
+  no line could bind is missing, one that some line could bind is taken as bound, so a
+  miss is never claimed on a guess; left out when
+  the module can make up names at run time (a module-level `__getattr__`, a star
+  import, `globals()` filled in, as generated protobuf modules do);
 - `deprecated`: top-level functions and classes whose `@Deprecated(..., error=True)`
   decorator makes every use raise, with the decorator's `new`/`help` words.
 
@@ -22,11 +24,12 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 from pathlib import Path
 
 from rldoctor.lint.ray_names import RayNotInstalled, _cache_dir, ray_build, ray_root
 
-CACHE_VERSION = 2
+CACHE_VERSION = 4
 _EXTENSIONS = (".so", ".pyd")
 
 
@@ -47,43 +50,20 @@ def _module_file(root: Path, module: str) -> tuple[bool, Path | None]:
     return False, None
 
 
-def _bound(body: list[ast.stmt], names: set[str]) -> bool:
-    """Collect top-level bindings into `names`; False when the module can make names up."""
-    knowable = True
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-            if stmt.name == "__getattr__":
-                knowable = False
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
-                for node in ast.walk(target):
-                    if isinstance(node, ast.Name):
-                        names.add(node.id)
-        elif isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(stmt, ast.ImportFrom):
-            for alias in stmt.names:
-                if alias.name == "*":
-                    knowable = False
-                else:
-                    names.add(alias.asname or alias.name)
-        elif isinstance(stmt, ast.If):
-            knowable &= _bound(stmt.body, names) & _bound(stmt.orelse, names)
-        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            knowable &= _bound(stmt.body, names) & _bound(stmt.orelse, names) & _bound(stmt.finalbody, names)
-            for handler in stmt.handlers:
-                knowable &= _bound(handler.body, names)
-        elif isinstance(stmt, (ast.With, ast.For, ast.While)):
-            knowable &= _bound(stmt.body, names)
-    return knowable
+_STAR_IMPORT = re.compile(r"^\s*from\s+\S+\s+import\s+\*", re.M)
+_MODULE_GETATTR = re.compile(r"^def __getattr__\s*\(", re.M)
 
 
-def _deprecated(body: list[ast.stmt]) -> dict[str, str]:
+def _deprecated(text: str) -> dict[str, str]:
+    """Top-level functions and classes decorated @Deprecated(..., error=True)."""
+    if "@Deprecated" not in text:
+        return {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
     out = {}
-    for stmt in body:
+    for stmt in tree.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for decorator in stmt.decorator_list:
@@ -100,24 +80,57 @@ def _deprecated(body: list[ast.stmt]) -> dict[str, str]:
     return out
 
 
-def _read(root: Path, module: str) -> dict:
+def _text(root: Path, module: str) -> tuple[bool, str | None]:
     exists, source = _module_file(root, module)
-    entry: dict = {"exists": exists}
     if source is None:
-        return entry
+        return exists, None
     try:
-        text = source.read_text(encoding="utf-8", errors="replace")
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, OSError, RecursionError):
+        return exists, source.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return exists, None
+
+
+def _read(root: Path, module: str) -> dict:
+    """What is cached of a module: whether it exists, whether its names can be known from its
+    text, and its @Deprecated(error=True) members. Names are answered per request (`_has`)."""
+    exists, text = _text(root, module)
+    entry: dict = {"exists": exists, "names": {}}
+    if text is None:
+        entry["knowable"] = False
         return entry
-    names: set[str] = set()
-    text_builds_names = "globals()" in text
-    if _bound(tree.body, names) and not text_builds_names:  # generated protobuf modules fill globals()
-        entry["names"] = sorted(names)
-    entry["deprecated"] = _deprecated(tree.body)
-    if source.name == "__init__.py":
-        entry["package"] = True
+    # a module that makes names up at run time: a star import, a module __getattr__, or
+    # generated code (protobuf) that fills globals()
+    entry["knowable"] = not (_STAR_IMPORT.search(text) or _MODULE_GETATTR.search(text) or "globals()" in text)
+    entry["deprecated"] = _deprecated(text)
     return entry
+
+
+def _binds(text: str, name: str) -> bool:
+    """Could this module's text bind `name` at all? Broad on purpose: any line that could
+    define, assign or import it (or quote it, as `__all__` and lazy registries do) counts, so
+    that only a name nothing in the module could bind is called missing."""
+    n = re.escape(name)
+    patterns = (rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{n}\b",
+                rf"^[ \t]*[\w \t,()\[\].*]*\b{n}\b[\w \t,()\[\].*]*(?::[^=\n]*)?=(?!=)",
+                rf"\bimport\b[^\n]*\b{n}\b", rf"^[ \t]*{n}[ \t]*,?[ \t]*(?:#[^\n]*)?$",
+                rf"\bas[ \t]+{n}\b", rf"[\"']{n}[\"']", rf"\bglobal\b[^\n]*\b{n}\b")
+    return any(re.search(p, text, re.M) for p in patterns)
+
+
+def _has(root: Path, module: str, name: str, entry: dict) -> bool | None:
+    """Does `module` still have `name`? None when that cannot be told. A name that appears
+    nowhere in the module's text is not bound there; one that appears is taken as bound."""
+    if name in entry["names"]:
+        return entry["names"][name]
+    if _submodule(root, module, name):
+        answer: bool | None = True
+    elif not entry.get("knowable"):
+        answer = None
+    else:
+        _, text = _text(root, module)
+        answer = None if text is None else _binds(text, name)
+    entry["names"][name] = answer
+    return answer
 
 
 def _submodule(root: Path, module: str, name: str) -> bool:
@@ -150,15 +163,13 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
         entry = modules[module]
         answer: dict = {"exists": entry["exists"], "deprecated": {}}
         if entry["exists"]:
-            known = set(entry.get("names") or ())
             names = {}
             for name in sorted(wanted[module]):
-                if name in known:
-                    names[name] = True
-                elif _submodule(root, module, name):
-                    names[name] = True
-                elif "names" in entry:
-                    names[name] = False
+                known = name in entry["names"]
+                has = _has(root, module, name, entry)
+                dirty = dirty or not known
+                if has is not None:
+                    names[name] = has
             answer["names"] = names
             answer["deprecated"] = {n: w for n, w in (entry.get("deprecated") or {}).items()
                                     if n in wanted[module]}
