@@ -277,7 +277,7 @@ def _unexpected(doc: dict, error: dict) -> list[Problem]:
         allowed = error.get("allowed") or []
         near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.7)
         fix = f"did you mean `{near[0]}`?" if near else "delete it: Ray's schema has no such key here"
-        out.append(Problem("fail", pointer, f"`{key}` is not a cluster config key: `ray up` stops with "
+        out.append(Problem("fail", pointer, f"`{key}` is not a cluster config key, so `ray up` stops with "
                            f"\"{error['message']}\"", fix, near[0] if near else "",
                            {"ray_error": error["message"]}))
     return out
@@ -289,6 +289,14 @@ def cluster_problems(doc: dict, ray_version: str) -> list[Problem]:
     out: list[Problem] = []
     errors = verdict.get("errors") or []
     legacy_here = [k for k in LEGACY if k in data and data[k]]
+    for key in LEGACY:
+        if key in data and not data[key] and not legacy_here:
+            dropped = [w for w in verdict.get("warnings") or [] if key in w]
+            out.append(Problem("warn", f"/{key}",
+                               f"empty legacy `{key}` section: Ray 2.x drops it with a warning"
+                               + (f" (\"{dropped[0]}\")" if dropped else "")
+                               + " and starts the nodes from `provider` (on premise: head_ip and worker_ips)",
+                               f"delete the `{key}:` line", "", {"ray_warnings": dropped}))
     if legacy_here:
         said = [e["message"] for e in errors if any(k in e["message"] for k in LEGACY)]
         schema = [e["message"] for e in verdict.get("schema_errors") or []
@@ -300,6 +308,11 @@ def cluster_problems(doc: dict, ray_version: str) -> list[Problem]:
                            f"(\"{words}\")",
                            "write it the Ray 2.x way:\n" + replacement, replacement,
                            {"ray_errors": said, "schema_errors": schema}))
+        for key in legacy_here[1:]:  # each legacy section is reported on its own line
+            out.append(Problem("fail", f"/{key}",
+                               f"`{key}` is a Ray 1.x section: `ray up` rejects it like `{legacy_here[0]}`",
+                               f"replace it together with `{legacy_here[0]}` (see the finding there)",
+                               "", {"ray_errors": said, "schema_errors": schema}))
     for error in errors:
         if any(k in error["message"] for k in LEGACY) and not error.get("unexpected"):
             continue

@@ -19,6 +19,9 @@ Shapes (`Row.shape`) and where `Row.old` is looked for:
     algo_call     algo.<old>(...) on an Algorithm
     result_key    "<old>" as a Tune stop key, a metric, a checkpoint score or a result lookup
     call_kwarg    <where>(<old>=...) for the functions named in `where`
+    run_config_class  a RunConfig from the modules in `where` handed to `Tuner(run_config=...)`
+    import        (read from the installed Ray, not listed here) `import`/`from ... import` of a
+                  ray module that no longer exists, or of a name it no longer defines
     callback_arg  an RLlibCallback on_episode_* method that requires parameter <old>
     episode_attr  episode.<old> inside an on_episode_* callback
 
@@ -142,6 +145,9 @@ ROWS: tuple[Row, ...] = (
         fix="there is no config.learner(): `.learners(num_learners=..., num_gpus_per_learner=...)` "
             "sets the learners, loss options such as use_kl_loss are `.training()` arguments, and "
             "there is no half_precision setting"),
+    Row("method-get_marl_module_spec", "method", "get_marl_module_spec", "raises",
+        new="get_multi_rl_module_spec", mechanical=True,
+        error=("ValueError", "`get_marl_module_spec` has been deprecated")),
     Row("method-build", "method", "build", "warns", new="build_algo", mechanical=True,
         says="still builds, with a one-time DeprecationWarning: `build` has been deprecated. Use "
              "`AlgorithmConfig.build_algo` instead."),
@@ -294,6 +300,21 @@ ROWS: tuple[Row, ...] = (
            example=True, error=("ValueError", "`AlgorithmConfig.recreate_failed_workers` has been deprecated")),
     _store("evaluation_num_workers", "evaluation_num_env_runners", "raises",
            error=("ValueError", "`AlgorithmConfig.evaluation_num_workers` has been deprecated")),
+    *(_store(old, new, "raises", example=example,
+             error=("ValueError", f"`AlgorithmConfig.{old}` has been deprecated"))
+      for old, new, example in (
+          ("custom_resources_per_worker", "custom_resources_per_env_runner", {"accel": 1}),
+          ("num_cpus_per_learner_worker", "num_cpus_per_learner", 2),
+          ("num_gpus_per_learner_worker", "num_gpus_per_learner", 1),
+          ("num_cpus_for_local_worker", "num_cpus_for_main_process", 2),
+          ("ignore_worker_failures", "ignore_env_runner_failures", True),
+          ("recreate_failed_env_runners", "restart_failed_env_runners", True),
+          ("max_num_worker_restarts", "max_num_env_runner_restarts", 3),
+          ("delay_between_worker_restarts_s", "delay_between_env_runner_restarts_s", 3.0),
+          ("num_consecutive_worker_failures_tolerance", "num_consecutive_env_runner_failures_tolerance", 3),
+          ("worker_health_probe_timeout_s", "env_runner_health_probe_timeout_s", 3.0),
+          ("worker_restore_timeout_s", "env_runner_restore_timeout_s", 3.0),
+          ("validate_workers_after_construction", "validate_env_runners_after_construction", False))),
     _store("_enable_new_api_stack", None, "raises", example=True,
            error=("ValueError", "`AlgorithmConfig._enable_new_api_stack` has been deprecated"),
            fix="the new API stack is " + _DEFAULT),
@@ -312,6 +333,11 @@ ROWS: tuple[Row, ...] = (
                 "translate num_workers)"),
     _store("num_gpus", "num_gpus_per_learner", "ignored", stack="new", inert=(0, 0.0),
            says="is ignored on the new API stack: the learner trains on CPU"),
+    Row("store-model", "attr_store", "model", "ignored", stack="new", example={"fcnet_hiddens": [17]},
+        says="is ignored on the new API stack: the RLModule is built from `rl_module(model_config=...)`, "
+             "so fcnet_hiddens and the rest have no effect",
+        fix="`config.rl_module(model_config={...})` (or `DefaultModelConfig(...)` from "
+            "ray.rllib.core.rl_module.default_model_config)"),
     # ---- keys of dict configs -----------------------------------------------------------------
     _key("sgd_minibatch_size", "minibatch_size", "ignored", example=64,
          says="is dropped silently from a dict config: minibatch_size stays at its default (128 for PPO)"),
@@ -366,7 +392,23 @@ ROWS: tuple[Row, ...] = (
          error=("ValueError", "`AlgorithmConfig.ignore_worker_failures` has been deprecated")),
     _key("_enable_learner_api", None, "ignored", inert=(True,), example=False,
          says="is silently accepted with no effect", fix="the Learner API is " + _DEFAULT),
-    Row("key-framework-tf", "dict_key", "framework", "raises", values=("tf",), stack="new",
+    _key("observation_filter", None, "ignored", stack="new", inert=("NoFilter",), example="MeanStdFilter",
+         says="is ignored on the new API stack: observations reach the RLModule unfiltered",
+         fix="build the config with PPOConfig() and `.env_runners(env_to_module_connector=lambda env, "
+             "spaces, device: MeanStdFilter())` (`from ray.rllib.connectors.env_to_module import MeanStdFilter`)"),
+    _key("monitor", None, "ignored", example=True,
+         says="is dropped silently: nothing records videos of the episodes",
+         fix="record videos in the env: `gymnasium.wrappers.RecordVideo(env, video_folder)` inside "
+             "the env creator (`render_mode=\"rgb_array\"`)"),
+    _key("no_done_at_end", None, "ignored", example=True,
+         says="is dropped silently: episodes end where the env says they end",
+         fix="return `truncated=True` (not `terminated`) from the env's step() at a time limit"),
+    _key("soft_horizon", None, "ignored", example=True,
+         says="is dropped silently: episodes are not cut into soft horizons",
+         fix="limit episodes in the env (`gymnasium.wrappers.TimeLimit`)"),
+    _key("num_cpus_for_driver", "num_cpus_for_main_process", "works", example=3,
+         says="is still translated to num_cpus_for_main_process"),
+    Row("key-framework-tf", "dict_key", "framework", "raises", values=("tf", "tf2"), stack="new",
         new="torch", example="tf",
         error=("ValueError", "Cannot use `framework=tf` with the new API stack!"),
         says="raises ValueError when the config is built", fix='`"framework": "torch"`'),
@@ -397,6 +439,37 @@ ROWS: tuple[Row, ...] = (
         error=("ImportError", "cannot import name 'DEFAULT_CONFIG'"),
         fix="start from the algorithm's config class: `PPOConfig()` (or "
             "`PPO.get_default_config()`), then `.to_dict()` if a dict is needed"),
+    Row("module-ray.rllib.examples.env", "module", "ray.rllib.examples.env", "raises",
+        new="ray.rllib.examples.envs.classes",
+        error=("ModuleNotFoundError", "No module named 'ray.rllib.examples.env'"),
+        fix="the example envs moved to ray.rllib.examples.envs.classes (e.g. "
+            "`from ray.rllib.examples.envs.classes.simple_corridor import SimpleCorridor`); some "
+            "were dropped, so check the one you need is there"),
+    Row("module-ray.tune.integration.wandb", "module", "ray.tune.integration.wandb", "raises",
+        new="ray.air.integrations.wandb",
+        error=("ModuleNotFoundError", "No module named 'ray.tune.integration.wandb'"),
+        fix="`from ray.air.integrations.wandb import WandbLoggerCallback, setup_wandb` (the "
+            "wandb_mixin decorator and WandbTrainableMixin are gone: call setup_wandb() in the trainable)"),
+    Row("module-ray.tune.integration.mlflow", "module", "ray.tune.integration.mlflow", "raises",
+        new="ray.air.integrations.mlflow",
+        error=("ModuleNotFoundError", "No module named 'ray.tune.integration.mlflow'"),
+        fix="`from ray.air.integrations.mlflow import MLflowLoggerCallback, setup_mlflow`"),
+    Row("module-ray.air.callbacks", "module", "ray.air.callbacks", "raises", new="ray.air.integrations",
+        error=("ModuleNotFoundError", "No module named 'ray.air.callbacks'"),
+        fix="`from ray.air.integrations.wandb import WandbLoggerCallback` (mlflow, comet likewise)"),
+    Row("module-ray.rllib.env.apis", "module", "ray.rllib.env.apis", "raises",
+        error=("ModuleNotFoundError", "No module named 'ray.rllib.env.apis'"),
+        says="raises ModuleNotFoundError: TaskSettableEnv and the env_task_fn curriculum API were removed",
+        fix="switch tasks from a callback: `RLlibCallback.on_train_result` calling "
+            "`algorithm.env_runner_group.foreach_env_runner(lambda er: er.env.unwrapped.set_task(...))`"),
+    Row("name-Episode", "name", "Episode", "raises", ("ray.rllib.evaluation",),
+        error=("ImportError", "cannot import name 'Episode'"),
+        fix="new-stack callbacks get a `SingleAgentEpisode` (`from ray.rllib.env.single_agent_episode "
+            "import SingleAgentEpisode`) or a `MultiAgentEpisode` (`ray.rllib.env.multi_agent_episode`)"),
+    Row("name-MultiAgentEpisode", "name", "MultiAgentEpisode", "raises", ("ray.rllib.evaluation",),
+        error=("ImportError", "cannot import name 'MultiAgentEpisode'"),
+        fix="`from ray.rllib.env.multi_agent_episode import MultiAgentEpisode` (the new stack's "
+            "episode class, with a different API: get_return(), get_infos(), custom_data)"),
     Row("attr-tune.function", "module", "ray.tune.function", "raises",
         error=("AttributeError", "has no attribute 'function'"),
         fix="pass the function itself; Tune no longer needs the wrapper"),
@@ -415,6 +488,12 @@ ROWS: tuple[Row, ...] = (
         fix='`module = algo.get_module()` then `module.forward_inference({"obs": '
             'torch.as_tensor(np.array([obs], np.float32))})["action_dist_inputs"].argmax(-1)` '
             '(greedy action; sample from the distribution for stochastic actions)'),
+    Row("algo-compute_action", "algo_call", "compute_action", "raises",
+        error=("AttributeError", "object has no attribute 'compute_action'"),
+        says="raises AttributeError: Algorithm has no compute_action() any more (it was renamed "
+             "compute_single_action, which the new API stack does not support either)",
+        fix='`module = algo.get_module()` then `module.forward_inference({"obs": '
+            'torch.as_tensor(np.array([obs], np.float32))})["action_dist_inputs"].argmax(-1)`'),
     Row("algo-compute_actions", "algo_call", "compute_actions", "breaks", stack="new",
         says="logs a DeprecationWarning, then fails on the new API stack (no Policy on the env runner)",
         fix='`algo.get_module().forward_inference({"obs": torch.as_tensor(obs_batch)})`'),
@@ -435,6 +514,10 @@ ROWS: tuple[Row, ...] = (
     _result("episodes_this_iter", "env_runners/num_episodes"),
     _result("evaluation/episode_reward_mean", "evaluation/env_runners/episode_return_mean"),
     _result("sampler_results/episode_reward_mean", "env_runners/episode_return_mean"),
+    _result("env_runners/episode_reward_mean", "env_runners/episode_return_mean"),
+    _result("env_runners/episode_reward_max", "env_runners/episode_return_max"),
+    _result("env_runners/episode_reward_min", "env_runners/episode_return_min"),
+    _result("policy_reward_mean", "env_runners/module_episode_returns_mean/default_policy"),
     # ---- keyword arguments of Tune, Ray core and Serve calls ----------------------------------
     Row("tune-checkpoint_freq", "call_kwarg", "checkpoint_freq", "warns", ("tune.run", "run"),
         new="checkpoint_frequency", says="still works; the DeprecationWarning is hidden by default"),
@@ -459,12 +542,27 @@ ROWS: tuple[Row, ...] = (
         inert=(False,), example=True,
         error=("RuntimeError", "`local_mode` is no longer supported."),
         fix="drop it; debug with the Ray distributed debugger, or run the code without Ray"),
+    Row("runconfig-local_dir", "call_kwarg", "local_dir", "raises",
+        ("tune.RunConfig", "air.RunConfig", "train.RunConfig", "air.config.RunConfig", "RunConfig"),
+        new="storage_path", example="/tmp/rldoctor-local-dir",
+        error=("Exception", "local_dir"),
+        says="raises as the RunConfig is made: DeprecationWarning (an exception here) from ray.train's "
+             "and ray.air's RunConfig, TypeError from ray.tune's"),
+    Row("ray-init-redis_address", "call_kwarg", "redis_address", "raises", ("ray.init", "init"),
+        new="address", example="127.0.0.1:6379",
+        error=("RuntimeError", "Unknown keyword argument(s): redis_address"),
+        fix='`ray.init(address="HOST:6379")` (or `address="auto"` on a cluster node)'),
     Row("serve-run-port", "call_kwarg", "port", "raises", ("serve.run",),
         error=("TypeError", "unexpected keyword argument 'port'"),
         fix='`serve.start(http_options={"port": 8000})` before `serve.run(app)`'),
     Row("serve-run-host", "call_kwarg", "host", "raises", ("serve.run",),
         error=("TypeError", "unexpected keyword argument 'host'"),
         fix='`serve.start(http_options={"host": "0.0.0.0"})` before `serve.run(app)`'),
+    Row("tuner-run_config-class", "run_config_class", "RunConfig", "warns",
+        ("ray.air", "ray.air.config", "ray.train"), new="ray.tune.RunConfig",
+        says="still works, with a RayDeprecationWarning: \"The `RunConfig` class should be imported "
+             "from `ray.tune` when passing it to the Tuner\"",
+        fix="`from ray.tune import RunConfig` (and `ray.tune.CheckpointConfig`)"),
     # ---- callbacks -------------------------------------------------------------------------------
     Row("callback-worker", "callback_arg", "worker", "breaks", new="env_runner", stack="new",
         says="the new stack calls on_episode_* with episode=, env_runner=, metrics_logger=, env=, "
@@ -488,3 +586,12 @@ ROWS: tuple[Row, ...] = (
 
 
 CONFIG_METHODS = _CONFIG_METHODS
+
+# The row for imports the installed Ray itself says are gone (rldoctor.lint.ray_modules reads
+# its files): not a row of the table above, whose rows are written down and probed one by one;
+# tests/test_lint_table.py imports what each such finding names and proves it fails.
+GENERATED_IMPORT = Row("import-missing-in-ray", "import", "<read from the installed Ray>", "raises",
+                       error=("ImportError", "the installed Ray has no such module or name"),
+                       fix="find what replaced it in the release notes of the Ray versions in between; "
+                           "RLlib's new API stack counterparts live under ray.rllib.core, ray.rllib.env "
+                           "and ray.rllib.connectors")

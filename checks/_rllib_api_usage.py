@@ -19,7 +19,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from rldoctor.checks._rllib_api_table import CONFIG_METHODS, ROWS, Row
+from rldoctor.checks._config_dicts import ConfigDicts, closure
+from rldoctor.checks._rllib_api_table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
+from rldoctor.checks._rllib_values import filter_verdict, inert_verdict
 
 ALGORITHMS = ("PPO", "APPO", "IMPALA", "Impala", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3",
               "IQL", "TQC")
@@ -35,7 +37,13 @@ _NEW_STACK_MARKERS = ("enable_rl_module_and_learner", "enable_env_runner_and_con
                       "new_api_stack")
 _METRIC_KWARGS = ("metric", "checkpoint_score_attribute", "checkpoint_score_attr")
 _DISTINCTIVE = set(CONFIG_METHODS) | {"exploration", "learner", "update_from_dict"}  # guessed receivers
-_RETURNS_SELF = set(CONFIG_METHODS) | {"copy", "update_from_dict", "exploration"}
+_RETURNS_SELF = set(CONFIG_METHODS) | {"copy", "update_from_dict", "from_dict", "exploration"}
+_NOT_ALGO_CONFIGS = {"RunConfig", "TuneConfig", "CheckpointConfig", "ScalingConfig", "FailureConfig",
+                     "SyncConfig", "DataConfig", "ResumeConfig", "DefaultModelConfig", "ModelConfig",
+                     "DictConfig", "LoggingConfig", "Config", "BackendConfig"}
+_RESULT_METHODS = {"get_best_trial": 0, "get_best_result": 0, "get_best_config": 0, "get_best_logdir": 0,
+                   "get_best_checkpoint": 1, "get_trial_checkpoints_paths": 1, "dataframe": 0}
+_ENV_RUNNERS_ACCESS = re.compile(r"""(\[\s*["']env_runners["']\s*\]|\.get\(\s*["']env_runners["'][^()]*(\(\))?[^()]*\))\s*$""")
 _BY_SHAPE: dict[str, list[Row]] = {}
 for _row in ROWS:
     _BY_SHAPE.setdefault(_row.shape, []).append(_row)
@@ -73,8 +81,9 @@ def _edit(span: list[int], old: str, new: str) -> dict:
 class FileUsages:
     """All stale usages in one file (a `lint.files[]` record with `python` facts)."""
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, ray_modules: dict | None = None):
         self.record = record
+        self.ray_modules = ray_modules or {}
         self.facts = record["python"]
         self.calls = self.facts["calls"]
         self.by_chain: dict[int, list[dict]] = {}
@@ -96,6 +105,8 @@ class FileUsages:
             else:
                 self.aliases[imp["asname"] or imp["name"]] = f"{imp['module']}.{imp['name']}"
         self.star_import = any(imp["name"] == "*" for imp in self.imports)
+        self._config_functions: set[str] = set()
+        self._emitted: set[tuple] = set()
         self.switch_offs = [c for c in self.calls if c["name"] == "api_stack" and any(
             kw["name"] == "enable_rl_module_and_learner" and kw["value"] is False for kw in c["kwargs"])]
         self.rllib_file = self._mentions_rllib()
@@ -121,18 +132,41 @@ class FileUsages:
         return any(call["method"] in ("rollouts", "env_runners", "fault_tolerance", "rl_module",
                                       "api_stack", "learners") for call in self.calls)
 
-    def rllib_trainable(self, call: dict) -> bool:
-        """Does this tune.run(...) / Tuner(...) train an RLlib algorithm?"""
+    def algorithm_class(self, name: str) -> bool:
+        return _algorithm_class(name)
+
+    def rllib_trainable(self, call: dict) -> bool | None:
+        """Does this tune.run(...) / Tuner(...) train an RLlib algorithm? None: the file cannot say
+        (`tune.run(args.algo, ...)`)."""
         first = call["args"][0] if call["args"] else next(
             (kw for kw in call["kwargs"] if kw["name"] in ("run_or_experiment", "trainable")), None)
         if first is None:
             return False
         if first["literal"]:
             return isinstance(first["value"], str) and first["value"] in RLLIB_TRAINABLES
-        name = first.get("name") or first.get("call_func") or ""
+        name = (first.get("ref") if "ref" in first else first.get("name")) or first.get("call_func") or ""
         resolved = self._resolve(name)
-        return (resolved.startswith("ray.rllib") or _algorithm_class(name)
-                or _last(name) in ("algo_class", "get_trainable_cls"))
+        if (resolved.startswith("ray.rllib") or _algorithm_class(name)
+                or _last(name) in ("algo_class", "get_trainable_cls", "algo_class_name")):
+            return True
+        if name in (self.facts.get("functions") or []):
+            return False  # a function trainable of this file
+        local_class = next((c for c in self.facts["classes"] if c["name"] == name), None)
+        if local_class is not None:
+            return any(_algorithm_class(b) or self._resolve(b).startswith("ray.rllib") for b in local_class["bases"])
+        values = [v for v in first.get("values") or [] if isinstance(v, str)]
+        if values and any(v in RLLIB_TRAINABLES for v in values):
+            return True
+        if values and first.get("values_complete"):
+            return False
+        made_by = [self.calls[a["call"]] for a in self.facts["assignments"]
+                   if a["kind"] == "call" and a["target"] == name and "call" in a]
+        if any(self._resolve(c["func"]).startswith("ray.rllib") or c["name"] == "get_trainable_cls"
+               for c in made_by if c["func"]):
+            return True
+        if first.get("call_func") or (first.get("literal") is False and not name):
+            return None
+        return None
 
     def trains_rllib(self, call: dict | None) -> bool:
         """Do results of this call come from RLlib? tune.run/Tuner by their trainable,
@@ -141,11 +175,28 @@ class FileUsages:
         while call is not None and seen < 4:
             name = _last(call["func"]) if call["func"] else ""
             if name in ("run", "run_experiments", "Tuner"):
-                return self.rllib_trainable(call)
+                verdict = self.rllib_trainable(call)
+                if verdict is None:
+                    from rldoctor.checks._config_dicts import rllib_keys
+
+                    config = next((k for k in call["kwargs"] if k["name"] in ("config", "param_space")), None)
+                    ids = closure(self.facts, (config or {}).get("objects") or [])
+                    return len(rllib_keys(self.facts, ids)) >= 2 or self.rllib_file
+                return verdict
             parent = call.get("arg_of")
-            call = self.calls[parent["call"]] if parent else None
+            origin = self._made_by(call["receiver"]) if not parent and call["receiver"] else None
+            call = self.calls[parent["call"]] if parent else origin  # `analysis = tune.run(...)`
             seen += 1
         return self.rllib_file
+
+    def _made_by(self, name: str) -> dict | None:
+        """The call a name is assigned from (`results = tuner.fit()` -> `tuner.fit()`), followed
+        to the Tuner when it is a `.fit()`."""
+        made = next((self.calls[a["call"]] for a in self.facts["assignments"]
+                     if a["kind"] == "call" and a["target"] == name and "call" in a), None)
+        if made is not None and made["name"] == "fit" and made["receiver"] and made["receiver"] != name:
+            return self._made_by(made["receiver"]) or made
+        return made
 
     def _config_like(self, name: str | None, call: dict | None = None) -> bool:
         """A name such as `config` or `ppo_config` calling an AlgorithmConfig builder method."""
@@ -171,18 +222,36 @@ class FileUsages:
     def produces_config(self, call: dict, strict: bool = False, names: set[str] | None = None) -> bool:
         """Does `call` return an AlgorithmConfig (`PPOConfig()`, `.training(...)`, `.copy()`)?"""
         if call["method"] is None:
-            return _last(self._resolve(call["func"])) in CONFIG_CLASSES
+            last = _last(self._resolve(call["func"]))
+            if last in CONFIG_CLASSES:
+                return True
+            if call["func"] in self._config_functions:
+                return True
+            chain = self.by_chain.get(call["chain"], [])
+            return (self.rllib_file and last.endswith("Config") and last not in _NOT_ALGO_CONFIGS
+                    and sum(1 for c in chain if c["method"] in CONFIG_METHODS) >= (2 if strict else 1))
         if call["name"] == "get_default_config":
             return True
         if call["name"] in ("from_dict", "from_state") and _last(call["receiver"]) in CONFIG_CLASSES:
             return True
         if call["name"] in _RETURNS_SELF:
             return self.receiver_is_config(call, strict, names)
+        chain = self.by_chain.get(call["chain"], [])
+        root = _last(self._resolve(chain[0]["root_call"])) if chain and chain[0]["root_call"] else ""
+        if root.endswith("Config") and root not in CONFIG_CLASSES and root not in _NOT_ALGO_CONFIGS and \
+                call["name"] not in ("build", "build_algo", "to_dict", "get", "items", "keys", "values"):
+            return self.receiver_is_config(call, strict, names)  # a subclass's own builder method
         return False
 
     def _config_names(self) -> set[str]:
         names: set[str] = set()
+        self._config_functions: set[str] = set()
         for _ in range(3):
+            for r in self.facts.get("returns") or []:
+                function = r["scope"].split(".")[-1]
+                if (r["call"] is not None and self.produces_config(self.calls[r["call"]], True, names)) or \
+                        (r["name"] and r["name"] in names and r["scope"] != "<module>"):
+                    self._config_functions.add(function)
             for a in self.facts["assignments"]:
                 if a["kind"] == "call" and self.produces_config(self.calls[a["call"]], True, names):
                     names.add(a["target"])
@@ -246,8 +315,11 @@ class FileUsages:
         names = {c["root"] for c in in_chain if c["root"]} | {c["assigned_to"] for c in in_chain if c["assigned_to"]}
         if receiver:
             names.add(receiver)
-        return any(c["root"] in names or c["receiver"] in names or c["assigned_to"] in names
-                   for c in in_effect)
+        for c in in_effect:
+            whole = self.by_chain.get(c["chain"], [c])  # `x = PPOConfig().api_stack(...).framework(...)`
+            if any(x["root"] in names or x["receiver"] in names or x["assigned_to"] in names for x in whole):
+                return True
+        return False
 
     def old_stack(self, fact: dict, chain: int | None = None, receiver: str | None = None) -> bool:
         conditions = fact.get("conditions") or []
@@ -274,6 +346,10 @@ class FileUsages:
 
     def emit(self, row: Row, span: list[int], usage: str, replacement: str, severity: str | None = None,
              edits: list[dict] | None = None, says: str | None = None, **evidence) -> None:
+        marker = (row.id, tuple(span))
+        if marker in self._emitted:
+            return
+        self._emitted.add(marker)
         message = f"{usage} {says if says is not None else self._says(row)}"
         fix = replacement
         if row.fix and row.fix not in fix:
@@ -319,23 +395,30 @@ class FileUsages:
                     if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
                         continue
                     self._kwarg(row, call, kw, present)
+            noted: set[int] = set()
             for row in _BY_SHAPE["arg_value"]:
                 if call["method"] not in row.where:
                     continue
                 value = next((a for a in call["args"][:1]), None) or next(
                     (kw for kw in call["kwargs"] if kw["name"] == row.old), None)
-                if value is None or not value["literal"] or value["value"] not in row.values:
+                if value is None:
                     continue
+                verdict = filter_verdict(row, value, self._says(row))
+                if verdict is None or (verdict[0] == "info" and call["id"] in noted):
+                    continue
+                if verdict[0] == "info":
+                    noted.add(call["id"])
                 if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
                     continue
                 if row.algo and algo and algo not in (row.algo, "APPO", "IMPALA"):
                     continue
+                shown = _q(value["value"]) if value["literal"] else value["source"]
                 self.emit(row, value["span"] if "value_span" not in value else value["value_span"],
-                          f"`.{call['method']}({_q(value['value'])})`", f'.{call["method"]}("{row.new}")',
-                          value=value["value"])
+                          f"`.{call['method']}({shown})`", f'.{call["method"]}("{row.new}")',
+                          severity=verdict[0], says=verdict[1], value=value["value"])
 
     def _kwarg(self, row: Row, call: dict, kw: dict, present: set[str]) -> None:
-        severity = self._severity(row, kw["value"], kw["literal"])
+        severity, note = inert_verdict(row, kw, self._says(row))
         if row.id == "kwarg-training-model" and any(
                 c["name"] == "rl_module" and any(k["name"] == "model_config" for k in c["kwargs"])
                 for c in self.by_chain.get(call["chain"], [])):
@@ -351,7 +434,8 @@ class FileUsages:
         if row.mechanical and row.new and not row.moves_to and row.new not in present:
             edits = [_edit(kw["span"], row.old, row.new)]
         self.emit(row, kw["span"], f"`{row.old}=` in `.{call['method']}()`", replacement,
-                  severity=severity, edits=edits, value=kw["value"] if kw["literal"] else kw["source"])
+                  severity=severity, edits=edits, says=note,
+                  value=kw["value"] if kw["literal"] else kw["source"])
 
     def stores(self) -> None:
         rows = {r.old: r for r in _BY_SHAPE["attr_store"]}
@@ -365,6 +449,17 @@ class FileUsages:
                 continue
             self._store(row, attr["span"], f"`{attr['receiver']}.{row.old} = ...`",
                         f"{attr['receiver']}.{row.new} = ..." if row.new else "", attr)
+        for sub in self.facts["subscripts"]:  # config.model["fcnet_hiddens"] = ... on an AlgorithmConfig
+            receiver = sub["receiver"] or ""
+            head, _, attr = receiver.rpartition(".")
+            row = rows.get(attr)
+            if sub["ctx"] != "store" or row is None or row.old != "model" or not head or \
+                    not (head in self.config_names or self._config_like(head)):
+                continue
+            if self.old_stack(sub, receiver=head):
+                continue
+            self.emit(row, sub["span"][:2] + [sub["span"][0], sub["span"][1] + len(receiver)],
+                      f'`{receiver}["{sub["key"]}"] = ...`', f'`{head}.rl_module(model_config={{"{sub["key"]}": ...}})`')
         for sub in self.facts["subscripts"]:
             row = rows.get(sub["key"])
             if row is None or sub["ctx"] != "store" or sub["receiver"] not in self.config_names:
@@ -376,9 +471,9 @@ class FileUsages:
 
     def _store(self, row: Row, span: list[int], usage: str, replacement: str, fact: dict) -> None:
         stored = fact.get("stored") or {}
-        severity = self._severity(row, stored.get("value"), stored.get("literal", False))
+        severity, note = inert_verdict(row, stored, self._says(row))
         edits = [_edit(span, row.old, row.new)] if row.mechanical and row.new and "key_span" not in fact else []
-        self.emit(row, span, usage, replacement, severity=severity, edits=edits)
+        self.emit(row, span, usage, replacement, severity=severity, edits=edits, says=note)
 
     # -- dict configs -----------------------------------------------------------------------------
     def _is_sink(self, call: dict, kw: str | None, pos: int | None) -> bool:
@@ -429,30 +524,57 @@ class FileUsages:
             old = self.old_stack(d) or any(k["key"] == "enable_rl_module_and_learner" and k["value"] is False
                                            for k in d["keys"])
             for key in d["keys"]:
-                self._dict_key(key["key"], key["span"], key.get("value"), key.get("literal", False),
-                               key.get("source", ""), old)
+                self._dict_key(key["key"], key["span"], key, old)
         for sub in self.facts["subscripts"]:
             if sub["ctx"] == "store" and sub["receiver"] in sinks:
                 stored = sub.get("stored") or {}
-                self._dict_key(sub["key"], sub["key_span"], stored.get("value"),
-                               stored.get("literal", False), stored.get("source", ""),
-                               self.old_stack(sub), item=sub["receiver"])
+                self._dict_key(sub["key"], sub["key_span"], stored, self.old_stack(sub), item=sub["receiver"])
+        self._flowed_dicts()
 
-    def _dict_key(self, key: str, span: list[int], value, literal: bool, source: str, old_stack: bool,
-                  item: str | None = None) -> None:
+    def _flowed_dicts(self) -> None:
+        """Keys of the dict objects that reach RLlib through variables, copies and helpers."""
+        sorted_dicts = self.dicts = ConfigDicts(self).sort()
+        objects = self.facts.get("objects") or []
+        for group, guessed in ((sorted_dicts.configs, False), (sorted_dicts.guessed, True)):
+            ids = sorted(group)
+            old_config = any(k["key"] == "enable_rl_module_and_learner" and k.get("value") is False
+                             for i in ids for k in objects[i]["keys"])
+            for i in ids:
+                for entry in objects[i]["keys"]:
+                    item = None
+                    if entry["how"] in ("item", "setdefault"):
+                        path = "".join(f'["{p}"]' for p in [entry["key"]] + entry.get("path", []))
+                        item = f'{entry.get("target") or "config"}{path}'
+                    self._dict_key(entry["key"], entry["span"], entry,
+                                   old_config or self.old_stack(entry), item=item, guessed=guessed)
+
+    def _dict_key(self, key: str, span: list[int], facts: dict, old_stack: bool,
+                  item: str | None = None, guessed: bool = False) -> None:
+        source = facts.get("source", "")
         for row in _BY_SHAPE["dict_key"]:
             if key != row.old or (row.stack == "new" and old_stack):
                 continue
-            if row.values and not (literal and value in row.values):
-                continue
-            usage = f'`{item}["{key}"] = ...`' if item else f'`"{key}"` in a dict config'
+            if row.values:
+                verdict = filter_verdict(row, facts, self._says(row))
+                if verdict is None:
+                    continue
+                severity, note = verdict
+            else:
+                severity, note = inert_verdict(row, facts, self._says(row))
+            if item and "[" in item:
+                usage = f"`{item} = ...`"
+            else:
+                usage = f'`{item}["{key}"] = ...`' if item else f'`"{key}"` in a dict config'
+            if guessed:
+                usage = usage.replace("in a dict config", "in a dict that looks like an RLlib config") \
+                    if not item else usage + " (a dict that looks like an RLlib config)"
+                severity = "warn" if severity == "fail" else severity
             replacement = (f'"{row.new}": {source or "..."}' if row.new and not item else
-                           f'{item}["{row.new}"] = {source or "..."}' if row.new else "")
+                           f'{item.split("[")[0]}["{row.new}"] = {source or "..."}' if row.new else "")
             if row.id == "key-framework-tf":
                 replacement = '"framework": "torch"'
             edits = [_edit(span, row.old, row.new)] if row.mechanical and row.new else []
-            self.emit(row, span, usage, replacement, severity=self._severity(row, value, literal),
-                      edits=edits)
+            self.emit(row, span, usage, replacement, severity=severity, edits=edits, says=note)
 
     # -- imports and names --------------------------------------------------------------------------
     def imports_and_names(self) -> None:
@@ -478,14 +600,20 @@ class FileUsages:
             row = name_rows.get(imp["name"] or "")
             if row and module.startswith(row.where):
                 edits = []
+                uses = []
                 if row.mechanical and row.new and imp["name_span"]:
                     edits.append(_edit(imp["name_span"], row.old, row.new))
                     if not imp["asname"]:
                         renamed_names.add(row.old)
-                        edits += [_edit(u["span"], row.old, row.new) for u in self.facts["ray_name_loads"]
-                                  if u["name"] == row.old]
+                        uses = [u for u in self.facts["ray_name_loads"] if u["name"] == row.old]
                 self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {row.old}`",
                           f"`{row.new}`" if row.new else "", edits=edits)
+                for use in uses:  # each use is renamed on its own line, as its own finding
+                    self.emit(row, use["span"], f"`{row.old}` (imported on line {imp['span'][0]})",
+                              f"`{row.new}`", edits=[_edit(use["span"], row.old, row.new)],
+                              says=f"is renamed {row.new} with its import: {self._says(row)}")
+                modules_done.add((tuple(imp["span"]), module, imp["name"]))
+        self.missing_imports(modules_done)
         seen_free: set[str] = set()
         for free in [] if self.star_import else self.facts["free_names"]:
             row = name_rows.get(free["name"])
@@ -533,6 +661,29 @@ class FileUsages:
                       edits=[_edit(call["name_span"], row.old, row.new)] if row.mechanical else [])
 
     # -- result keys ----------------------------------------------------------------------------------
+    def _stop_key(self, row: Row | None, key: dict) -> None:
+        if row is None:
+            return
+        self.emit(row, key["span"], f'stop condition `"{row.old}"`', f'"{row.new}"',
+                  says="never fires: new-stack results have no such key, so Tune logs "
+                       "\"Stopping criterion ... not found in result dict!\" once and the "
+                       "run goes on until it is stopped by hand",
+                  edits=[_edit(key["span"], row.old, row.new)])
+
+    def _metric_arg(self, call: dict, rows: dict) -> None:
+        """`analysis.get_best_trial("episode_reward_mean")`, `get_best_checkpoint(trial, "...")`."""
+        at = _RESULT_METHODS.get(call["name"] or "")
+        if at is None or not call["method"] or at >= len(call["args"]):
+            return
+        arg = call["args"][at]
+        row = rows.get(arg["value"]) if arg["literal"] and isinstance(arg["value"], str) else None
+        if row is None or self.old_stack(call) or not self.trains_rllib(call):
+            return
+        self.emit(row, arg["span"], f'`{call["name"]}("{row.old}")`', f'"{row.new}"',
+                  says="names a metric the results never have: Tune finds no trial or checkpoint by it "
+                       "(or raises that the metric is missing)",
+                  edits=[_edit(arg["span"], row.old, row.new)])
+
     def results(self) -> None:
         """Result keys: another trainable's results may well have them, so only RLlib's count."""
         rows = {r.old: r for r in _BY_SHAPE["result_key"]}
@@ -552,14 +703,14 @@ class FileUsages:
             if self.old_stack(d) or not self.trains_rllib(owner):
                 continue
             for key in d["keys"]:
-                row = rows.get(key["key"])
-                if row:
-                    self.emit(row, key["span"], f'stop condition `"{row.old}"`', f'"{row.new}"',
-                              says="never fires: new-stack results have no such key, so Tune logs "
-                                   "\"Stopping criterion ... not found in result dict!\" once and the "
-                                   "run goes on until it is stopped by hand",
-                              edits=[_edit(key["span"], row.old, row.new)])
+                self._stop_key(rows.get(key["key"]), key)
+        objects = self.facts.get("objects") or []
+        for i, owner in sorted(getattr(self, "dicts", None).stops.items() if getattr(self, "dicts", None) else ()):
+            for key in objects[i]["keys"]:
+                if not self._conditions_old(key.get("conditions") or []) and not self.old_stack_file:
+                    self._stop_key(rows.get(key["key"]), key)
         for call in self.calls:
+            self._metric_arg(call, rows)
             for kw in call["kwargs"]:
                 row = rows.get(kw["value"]) if kw["literal"] and isinstance(kw["value"], str) else None
                 if row is None or kw["name"] not in _METRIC_KWARGS or self.old_stack(call) or \
@@ -576,20 +727,40 @@ class FileUsages:
             if call["name"] == "get" and call["method"] and call["args"] and call["args"][0]["literal"] \
                     and self.rllib_file:
                 row = rows.get(call["args"][0]["value"]) if isinstance(call["args"][0]["value"], str) else None
+                if row and (_ENV_RUNNERS_ACCESS.search(call.get("receiver_source") or "")
+                            or call["receiver"] in {a["target"] for a in self.facts["assignments"]
+                                                    if _ENV_RUNNERS_ACCESS.search(a.get("value_source") or "")}):
+                    row = rows.get("env_runners/" + row.old)
+                    if row is not None:
+                        self.emit(row, call["args"][0]["span"], f'`...get("{row.old.split("/")[-1]}")` under '
+                                  '"env_runners"', f'"{row.new.split("/")[-1]}"',
+                                  says="always gives the default: new-stack env_runners results call it "
+                                       f"{row.new.split('/')[-1]}")
+                    continue
                 if row and not self.old_stack(call):
                     *outer, inner = row.new.split("/")
                     lookup = "".join(f'.get("{p}", {{}})' for p in outer) + f'.get("{inner}")'
                     self.emit(row, call["args"][0]["span"], f'`{call["receiver"]}.get("{row.old}")`',
                               f'`{call["receiver"]}{lookup}`',
                               says="always gives the default: new-stack results have no such key")
+        runner_names = {a["target"] for a in self.facts["assignments"]
+                        if _ENV_RUNNERS_ACCESS.search(a.get("value_source") or "")}
         for sub in self.facts["subscripts"]:
             row = rows.get(sub["key"])
             if row is None or sub["ctx"] != "load" or self.old_stack(sub) or not self.rllib_file:
                 continue
+            if _ENV_RUNNERS_ACCESS.search(sub.get("receiver_source") or "") or sub["receiver"] in runner_names:
+                row = rows.get("env_runners/" + row.old)
+                if row is not None:
+                    inner = row.new.split("/")[-1]
+                    self.emit(row, sub["key_span"], f'`{sub["receiver_source"]}["{sub["key"]}"]`',
+                              f'`{sub["receiver_source"]}["{inner}"]`',
+                              says=f"raises KeyError (new-stack env_runners results call it {inner})")
+                continue
             path = "".join(f'["{p}"]' for p in row.new.split("/"))
             receiver = sub["receiver"] or sub["receiver_source"]
             self.emit(row, sub["key_span"], f'`{receiver}["{row.old}"]`', f"`{receiver}{path}`",
-                      says="raises KeyError: new-stack results have no such key")
+                      says="raises KeyError (new-stack results have no such key)")
 
     # -- Tune / Ray core / Serve keyword arguments ------------------------------------------------------
     def _func_matches(self, call: dict, where: tuple[str, ...]) -> bool:
@@ -619,11 +790,11 @@ class FileUsages:
                 for row in rows:
                     if kw["name"] != row.old or not self._func_matches(call, row.where):
                         continue
-                    severity = self._severity(row, kw["value"], kw["literal"])
+                    severity, note = inert_verdict(row, kw, self._says(row))
                     if row.id.startswith("tune-") and row.behaviour == "warns":
                         replacement = f"checkpoint_config=tune.CheckpointConfig({replacement_cc})"
-                    elif row.id == "tune-local_dir":
-                        replacement = f"storage_path={kw['source']}"
+                    elif row.id in ("tune-local_dir", "runconfig-local_dir", "ray-init-redis_address"):
+                        replacement = f"{row.new}={kw['source']}"
                     elif row.id == "ray-remote-object_store_memory" and call.get("decorates") == "function":
                         self.emit(row, kw["span"], f"`{call['func']}({row.old}=...)` on a task",
                                   "", severity="fail", says="raises ValueError: Setting "
@@ -632,7 +803,91 @@ class FileUsages:
                     else:
                         replacement = ""
                     self.emit(row, kw["span"], f"`{row.old}=` in `{call['func']}()`", replacement,
-                              severity=severity)
+                              severity=severity, says=note)
+
+    def run_configs(self) -> None:
+        """`Tuner(run_config=air.RunConfig(...))`: Ray wants ray.tune's RunConfig there."""
+        for row in _BY_SHAPE["run_config_class"]:
+            for call in self.calls:
+                if call["name"] != "Tuner":
+                    continue
+                for kw in call["kwargs"]:
+                    if kw["name"] != "run_config":
+                        continue
+                    made = kw.get("call_func")
+                    if not made and kw.get("ref"):
+                        made = next((self.calls[a["call"]]["func"] for a in self.facts["assignments"]
+                                     if a["kind"] == "call" and a["target"] == kw["ref"] and "call" in a), None)
+                    resolved = self._resolve(made) if made else ""
+                    module, _, cls = resolved.rpartition(".")
+                    if cls == row.old and module in row.where:
+                        self.emit(row, kw["span"], f"`run_config={made}(...)` from `{module}`",
+                                  f"`{row.new}`", where=module)
+
+    # -- imports the installed Ray no longer has (read from its files) ------------------------------
+    def missing_imports(self, done: set[tuple]) -> None:
+        index = self.ray_modules
+        if not index or index.get("error"):
+            return
+        row = _GENERATED_IMPORT
+        for imp in self.imports:
+            module = imp["module"]
+            if imp["guarded"] or imp["level"] or not (module == "ray" or module.startswith("ray.")):
+                continue
+            if any(c["test"].endswith("TYPE_CHECKING") and c["positive"] for c in imp.get("conditions") or []):
+                continue  # only read by type checkers, never imported when the code runs
+            statement = (tuple(imp["span"]), module, imp["name"])
+            if statement in done or (tuple(imp["span"]), module) in done:
+                continue  # the table has a row for this import, with its replacement
+            parts = module.split(".")
+            missing = next((".".join(parts[:i]) for i in range(2, len(parts) + 1)
+                            if index.get(".".join(parts[:i]), {}).get("exists") is False), None)
+            span = imp["module_span"] or imp["span"]
+            if missing:
+                marker = (tuple(imp["span"]), missing)
+                if marker in done:
+                    continue
+                done.add(marker)
+                self.emit(row, span, f"`{module}`", "",
+                          says=f"raises ModuleNotFoundError: No module named '{missing}' (the installed Ray "
+                               f"has no such module)", module=missing)
+                continue
+            name = imp["name"]
+            entry = index.get(module) or {}
+            if name and name != "*" and (entry.get("names") or {}).get(name) is False:
+                self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {name}`", "",
+                          says=f"raises ImportError: cannot import name '{name}' from '{module}' (the "
+                               f"installed Ray no longer has it)", module=module, name=name)
+            elif name and name in (entry.get("deprecated") or {}):
+                new = entry["deprecated"][name]
+                local = imp["asname"] or name
+                used = any(c["func"] == local for c in self.calls)
+                self.emit(row, imp["name_span"] or imp["span"], f"`{name}` from `{module}`",
+                          f"`{new}`" if new else "",
+                          severity="fail" if used else "warn",
+                          says=f"is marked deprecated with error=True in the installed Ray: "
+                               f"{'calling it here raises' if used else 'any call of it raises'} "
+                               f"ValueError" + (f" (use {new})" if new else ""), module=module, name=name)
+
+    def missing_attributes(self) -> None:
+        """`tune.track`, `ppo.DEFAULT_CONFIG`: attributes of ray modules the installed Ray lacks."""
+        from rldoctor.lint.ray_modules import module_aliases, resolve
+
+        index = self.ray_modules
+        if not index or index.get("error"):
+            return
+        aliases = module_aliases(self.imports)
+        taken = {marker[1] for marker in self._emitted}
+        for attr in self.facts["attributes"]:
+            if attr["ctx"] != "load" or tuple(attr["span"]) in taken:
+                continue
+            module = resolve(aliases, attr["receiver"])
+            entry = index.get(module or "") or {}
+            if not entry.get("exists") or (entry.get("names") or {}).get(attr["attr"]) is not False:
+                continue
+            self.emit(_GENERATED_IMPORT, attr["span"], f"`{attr['receiver']}.{attr['attr']}`", "",
+                      says=f"raises AttributeError: module '{module}' has no attribute '{attr['attr']}' "
+                           "(the installed Ray no longer has it)", module=module, name=attr["attr"])
 
     # -- callbacks -----------------------------------------------------------------------------------
     def callbacks(self) -> None:
@@ -676,6 +931,8 @@ class FileUsages:
         self.algorithms()
         self.results()
         self.call_kwargs()
+        self.run_configs()
+        self.missing_attributes()
         self.callbacks()
         return self.out
 

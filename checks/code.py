@@ -52,14 +52,18 @@ def deprecated_rllib_api(snap, params):
         after the message). Renames that keep their meaning are applied by `rldoctor lint
         --fix` (`--diff` shows them first); anything that needs judgement is reported,
         never rewritten. Severity follows harm: silently ignored or never-firing is `fail`,
-        raises is `fail`, still works but deprecated is `warn`.
+        raises is `fail`, still works but deprecated is `warn`. A dict config is reported
+        key by key where each key is written, also when it reaches RLlib through
+        variables, copies and helper functions; a setting whose value the file does not
+        fix (`local_mode=args.local_mode`) is an `info` note saying what each value does.
+        Imports the installed Ray no longer has are read from Ray's own files.
     """
     from rldoctor.checks._rllib_api_usage import FileUsages, experiment_usages
 
     version = _ray_version(snap)
     found = []
     for record in lint_files(snap, ("python", "notebook")):
-        for usage in FileUsages(record).run():
+        for usage in FileUsages(record, snap["lint"].get("ray_modules")).run():
             line, col = usage.span[0], usage.span[1]
             evidence = {**usage.evidence, "replacement": usage.replacement, "edits": usage.edits,
                         "ray_version": version}

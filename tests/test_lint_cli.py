@@ -34,7 +34,7 @@ def test_text_is_compiler_style_sorted_with_the_replacement(env):
     assert result.code == 1, result
     lines = result.stdout.splitlines()
     findings = [l for l in lines if LINE.match(l)]
-    assert len(findings) == 32
+    assert len(findings) == 33
     keys = [(m["path"], int(m["line"]), int(m["col"])) for m in map(LINE.match, findings)]
     assert keys == sorted(keys)
     assert (f"{TUTORIAL}/ppo_cartpole.py:7:6: RLD801 [fail] `.rollouts()` raises ValueError: `rollouts` "
@@ -42,7 +42,7 @@ def test_text_is_compiler_style_sorted_with_the_replacement(env):
             '(.env_runners(num_env_runners=6, rollout_fragment_length=200, batch_mode="truncate_episodes"))'
             ) in lines
     assert any(l.startswith("      - ray start --address=$RAY_HEAD_IP:6379 --num-cpus=8") for l in lines)
-    assert lines[-1].startswith("22 fail, 8 warn, 2 info in 3 file(s)")
+    assert lines[-1].startswith("23 fail, 8 warn, 2 info in 3 file(s)")
     assert result.stderr == ""
 
 

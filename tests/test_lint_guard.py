@@ -23,6 +23,12 @@ RIGHT_ABOUT_RLLIB = {
         "the new API stack ignores .training(model={'vf_share_layers': True}); the "
         "MultiRLModuleSpec's RLModuleSpec() gets model_config vf_share_layers=False, so the value "
         "and policy nets are not shared as written",
+    ("examples/envs/classes/recommender_system_envs_with_recsim.py", "import-missing-in-ray"):
+        "the wheel has no ray.rllib.env.wrappers.recsim: importing this example raises "
+        "ModuleNotFoundError (checked with importlib on 2.60)",
+    ("examples/multi_agent/self_play_footsies.py", "import-missing-in-ray"):
+        "the wheel has no ray.rllib.examples.algorithms.ppo package: the example's own import of "
+        "multi_agent_footsies_ppo raises ModuleNotFoundError (checked with importlib on 2.60)",
 }
 
 

@@ -123,3 +123,19 @@ def test_unreadable_file_when_permissions_apply(tmp_path):
     finally:
         locked.chmod(0o644)
     assert _statuses(problems) == {"locked.py": "unreadable"}
+
+
+def test_a_shell_command_continued_over_lines_in_a_notebook_is_not_python(tmp_path):
+    """`!rllib rollout \\` and its continuation lines, as notebooks from the Ray 1.x days have them."""
+    from rldoctor.lint.command import diagnose
+
+    notebook = tmp_path / "rollout.ipynb"
+    notebook.write_text(json.dumps({"cells": [
+        {"cell_type": "code", "source": ["from ray.tune import run\n",
+                                         "analysis = run(\"PPO\", stop={\"episode_reward_mean\": 195})\n"]},
+        {"cell_type": "code", "source": ["!rllib rollout \\\n", "--run PPO \\\n", "--episodes 5 \\\n",
+                                         "$checkpoint_path\n"]},
+        {"cell_type": "code", "source": ["best = analysis.get_best_trial(\"episode_reward_mean\")\n"]}]}))
+    report, problems, _ = diagnose([str(notebook)])
+    assert problems == []
+    assert {(f.location["cell"], f.location["line"]) for f in report.findings} == {(1, 2), (3, 1)}

@@ -82,7 +82,7 @@ def test_findings_come_sorted_by_path_and_line():
     report, problems, _ = diagnose([str(LINT_FIXTURES / "tutorial")])
     lines = [l for l in render_lint_text(report, problems).splitlines() if ": RLD8" in l]
     places = [(l.split(":")[0], int(l.split(":")[1]), int(l.split(":")[2])) for l in lines]
-    assert places == sorted(places) and len(places) == 32
+    assert places == sorted(places) and len(places) == 33
 
 
 def _ray_verdict(config: dict) -> dict:

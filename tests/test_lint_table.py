@@ -19,6 +19,8 @@ import importlib
 import inspect
 import logging
 import re
+import shutil
+import tempfile
 import textwrap
 import warnings
 from types import SimpleNamespace
@@ -159,15 +161,25 @@ def _old_stack(cfg, rllib):
     return cfg.enable_rl_module_and_learner is False
 
 
-def _horizon_read(cfg, rllib):
-    """Does anything of RLlib's new stack read a `horizon` setting?"""
-    import ray.rllib
+def _read_by_rllib(name):
+    def read(cfg, rllib):
+        """Does anything of RLlib's new stack read this setting?"""
+        import ray.rllib
 
-    root = inspect.getfile(ray.rllib).rsplit("/", 1)[0]
-    sources = ["algorithms/algorithm_config.py", "env/single_agent_env_runner.py",
-               "env/multi_agent_env_runner.py", "algorithms/ppo/ppo.py"]
-    text = "".join(open(f"{root}/{s}", encoding="utf-8").read() for s in sources)
-    return "horizon" in vars(rllib.PPOConfig()) or ".horizon" in text or '["horizon"]' in text
+        root = inspect.getfile(ray.rllib).rsplit("/", 1)[0]
+        sources = ["algorithms/algorithm_config.py", "env/single_agent_env_runner.py",
+                   "env/multi_agent_env_runner.py", "algorithms/ppo/ppo.py", "algorithms/algorithm.py"]
+        from ray._common.deprecation import DEPRECATED_VALUE
+
+        text = "".join(open(f"{root}/{s}", encoding="utf-8").read() for s in sources)
+        text = text.replace(f"self.{name} = DEPRECATED_VALUE", "")  # a placeholder nothing reads
+        defaults = vars(rllib.PPOConfig())
+        return (name in defaults and defaults[name] != DEPRECATED_VALUE) or f".{name}" in text or \
+            f'["{name}"]' in text
+    return read
+
+
+_horizon_read = _read_by_rllib("horizon")
 
 
 EFFECT = {  # row id -> (intent happened?, config carrying the row's replacement)
@@ -186,6 +198,11 @@ EFFECT = {  # row id -> (intent happened?, config carrying the row's replacement
     "key-_enable_learner_api": (_old_stack, lambda r: r.PPOConfig().api_stack(
         enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False)),
     "key-horizon": (_horizon_read, None),
+    "key-monitor": (_read_by_rllib("monitor"), None),
+    "key-no_done_at_end": (_read_by_rllib("no_done_at_end"), None),
+    "key-soft_horizon": (_read_by_rllib("soft_horizon"), None),
+    "key-observation_filter": (_has_mean_std_filter, _mean_std_fix),
+    "store-model": (_hidden_17, lambda r: r.PPOConfig().rl_module(model_config={"fcnet_hiddens": [17]})),
 }
 
 
@@ -239,6 +256,8 @@ def _check_config_row(row, act, rllib):
         _assert_ignored(row, cfg, rllib)
     elif row.behaviour == "works":
         assert getattr(cfg, row.new) == row.example, f"{row.id}: {row.new} is not set from it"
+        # a setting Ray still translates but warns about is at least `warn`, never `works`
+        assert not seen.deprecation, f"{row.id}: Ray warns about it now: {seen.logged + seen.warned}"
     else:
         pytest.fail(f"{row.id}: no probe for behaviour {row.behaviour}")
 
@@ -270,6 +289,9 @@ def probe_arg_value(row, rllib):
 
 
 def probe_attr_store(row, rllib):
+    if row.old == "model":  # written as config.model["fcnet_hiddens"] = ..., an item of the old dict
+        _check_config_row(row, lambda cfg: cfg.model.update(row.example), rllib)
+        return
     _check_config_row(row, lambda cfg: setattr(cfg, row.old, row.example), rllib)
     if row.behaviour != "ignored":
         return
@@ -312,12 +334,24 @@ def probe_module(row, rllib):
         return
     seen = observe(lambda: importlib.import_module(row.old))
     assert_raised(seen, row)
-    if row.new:
+    _fix_imports_work(row)
+    if row.new and row.old != "ray.rllib.agents":
+        assert importlib.util.find_spec(row.new) is not None, row.new
+    if row.old == "ray.rllib.examples.env":
+        assert importlib.util.find_spec(f"{row.new}.simple_corridor") is not None
+    if row.new and row.old == "ray.rllib.agents":
         for sub in ("ppo", "appo", "impala", "dqn", "sac", "cql", "bc", "marwil", "dreamerv3",
                     "iql", "tqc", "callbacks"):
             assert importlib.util.find_spec(f"{row.new}.{sub}") is not None, sub
     if row.old == "ray.internal.internal_api":
         assert callable(importlib.import_module("ray._private.internal_api").memory_summary)
+
+
+def _fix_imports_work(row):
+    """Every `from X import Y` the row's fix writes out imports on this Ray."""
+    for code in re.findall(r"`(from [\w.]+ import [\w, ]+)`", row.fix):
+        namespace: dict = {}
+        exec(code, namespace)  # noqa: S102 - our own table's text
 
 
 def probe_name(row, rllib):
@@ -329,6 +363,7 @@ def probe_name(row, rllib):
         module = "ray.rllib.algorithms.ppo"
     seen = observe(lambda: exec(f"from {module} import {row.old}", {}))
     assert_raised(seen, row)
+    _fix_imports_work(row)
     assert importlib.util.find_spec("ray.rllib.agents") is None
     if row.new:
         namespace: dict = {}
@@ -363,7 +398,10 @@ def probe_algo_call(row, rllib):
     if row.behaviour == "raises":
         algo = _bare_algorithm(rllib)
         assert_raised(observe(lambda: getattr(algo, row.old)()), row)
-        assert callable(getattr(Algorithm, row.new))
+        if row.new:
+            assert callable(getattr(Algorithm, row.new))
+        else:
+            assert callable(Algorithm.get_module)
         return
     # breaks: the call goes through the env runner's Policy, which the new stack does not have
     assert not hasattr(SingleAgentEnvRunner, "get_policy")
@@ -405,6 +443,7 @@ def _new_stack_result():
     from ray.tune.utils import flatten_dict
 
     runners = {m.EPISODE_RETURN_MEAN: 500.0, m.EPISODE_RETURN_MAX: 500.0, m.EPISODE_RETURN_MIN: 9.0,
+               m.EPISODE_MODULE_RETURN_MEAN: {"default_policy": 500.0},
                m.EPISODE_LEN_MEAN: 500.0, m.NUM_EPISODES: 3, m.NUM_EPISODES_LIFETIME: 30,
                m.NUM_ENV_STEPS_SAMPLED_LIFETIME: 10_000_000}
     timer = SimpleNamespace(observe=lambda *a, **k: None)
@@ -477,6 +516,22 @@ def probe_call_kwarg(row, rllib):
         seen = observe(lambda: ray.remote(object_store_memory=2**30)(lambda: 1))
         assert "not implemented for tasks" in str(seen.exception)
         return
+    if row.id == "runconfig-local_dir":
+        import ray.air
+        import ray.train
+
+        for config_class in (ray.tune.RunConfig, ray.train.RunConfig, ray.air.RunConfig):
+            assert_raised(observe(lambda: config_class(local_dir=row.example)), row)
+            assert observe(lambda: config_class(storage_path=row.example)).exception is None
+        return
+    if row.id == "ray-init-redis_address":
+        path = inspect.getsourcefile(importlib.import_module("ray._private.worker"))  # init is patched here
+        module = ast.parse(open(path, encoding="utf-8").read())
+        tree = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "init")
+        names = [a.arg for a in tree.args.args + tree.args.kwonlyargs]
+        assert row.old not in names and row.new in names and tree.args.kwarg is not None, names
+        assert "Unknown keyword argument(s)" in ast.unparse(tree)
+        return
     if row.id == "ray-init-local_mode":
         path = inspect.getsourcefile(importlib.import_module("ray._private.worker"))  # init is patched here
         module = ast.parse(open(path, encoding="utf-8").read())
@@ -540,7 +595,28 @@ def probe_episode_attr(row, rllib):
         assert hasattr(SingleAgentEpisode(), new.split("(")[0])
 
 
-PROBES = {"kwarg": probe_kwarg, "arg_value": probe_arg_value, "attr_store": probe_attr_store,
+def probe_run_config_class(row, rllib, tmp_path_factory=None):
+    import ray.air
+    import ray.train
+    import ray.tune
+
+    storage = tempfile.mkdtemp(prefix="rldoctor-tuner-")
+    try:
+        for module_name in row.where:
+            config_class = getattr(importlib.import_module(module_name), row.old)
+            assert config_class is not ray.tune.RunConfig, module_name
+            seen = observe(lambda: ray.tune.Tuner(lambda config: None,
+                                                  run_config=config_class(storage_path=storage, name="old")))
+            assert seen.exception is None, seen.exception
+            assert any("should be imported from `ray.tune`" in w for w in seen.warned), seen.warned
+        seen = observe(lambda: ray.tune.Tuner(lambda config: None,
+                                              run_config=ray.tune.RunConfig(storage_path=storage, name="new")))
+        assert not any("should be imported" in w for w in seen.warned), seen.warned
+    finally:
+        shutil.rmtree(storage, ignore_errors=True)
+
+
+PROBES = {"run_config_class": probe_run_config_class, "kwarg": probe_kwarg, "arg_value": probe_arg_value, "attr_store": probe_attr_store,
           "dict_key": probe_dict_key, "method": probe_method, "module": probe_module,
           "name": probe_name, "algo_attr": probe_algo_attr, "algo_call": probe_algo_call,
           "result_key": probe_result_key, "call_kwarg": probe_call_kwarg,
@@ -561,3 +637,83 @@ def test_every_row_has_a_probe_and_a_severity_that_follows_its_harm():
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_row_behaves_as_the_table_says(row, rllib):
     PROBES[row.shape](row, rllib)
+
+
+def test_imports_the_installed_ray_lacks_really_fail(tmp_path):
+    """The findings read from the installed Ray's files (not rows of the table) are right:
+    each module or name they say is gone fails to import, with the error they name; names
+    and modules that are there are not reported."""
+    from rldoctor.lint.command import diagnose
+
+    script = tmp_path / "imports.py"
+    script.write_text(
+        "from ray.rllib import agents\n"
+        "from ray.rllib.evaluation import RolloutWorker, MultiAgentEpisode\n"
+        "from ray.rllib.policy.tf_policy import LearningRateSchedule\n"
+        "from ray.rllib.evaluation.worker_set import WorkerSet\n"
+        "import ray.experimental.tfutils\n"
+        "from ray.rllib.algorithms.a3c import A3CConfig\n"
+        "from ray.rllib.algorithms.ppo import PPOConfig\n"
+        "from ray.tune import Tuner, RunConfig\n"
+        "from ray.rllib.examples.envs.classes.utils.cartpole_observations_proto import CartPoleObservation\n"
+        "WorkerSet()\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from ray.rllib.core.learner.learner import ParamList\n"
+        "from ray.rllib.evaluation.episode_v2 import EpisodeV2\n")
+    fixtures = [p for p in (pytest.importorskip("conftest").FIXTURES / "lint" / "rules").glob("*.py")]
+    report, _, _ = diagnose([str(script)] + [str(p) for p in fixtures])
+    found = [f for f in report.findings if f.evidence.get("row") == "import-missing-in-ray"]
+    in_script = {f.location["line"] for f in found if f.location["path"] == str(script)}
+    assert in_script == {1, 3, 4, 5, 6}, sorted(in_script)  # line 2: the table's own MultiAgentEpisode row
+    assert any(f.evidence.get("row") == "name-MultiAgentEpisode" and f.location["line"] == 2
+               for f in report.findings if f.location["path"] == str(script))
+    for f in found:
+        module, name = f.evidence["module"], f.evidence.get("name")
+        if "deprecated with error=True" in f.message:
+            cls = getattr(importlib.import_module(module), name)
+            seen = observe(lambda: cls())
+            assert isinstance(seen.exception, ValueError) and "deprecated" in str(seen.exception), seen.exception
+            continue
+        if name is None:
+            seen = observe(lambda: importlib.import_module(module))
+            assert isinstance(seen.exception, ModuleNotFoundError), (module, seen.exception)
+        else:
+            seen = observe(lambda: exec(f"from {module} import {name}", {}))
+            assert isinstance(seen.exception, ImportError), (module, name, seen.exception)
+            assert f"cannot import name '{name}'" in str(seen.exception)
+    for module, name in (("ray.rllib.evaluation", "RolloutWorker"), ("ray.rllib.algorithms.ppo", "PPOConfig"),
+                         ("ray.tune", "RunConfig")):
+        namespace: dict = {}
+        exec(f"from {module} import {name}", namespace)
+        assert namespace[name] is not None
+
+
+def _deprecated_with_error(cls) -> set[str]:
+    """Members of `cls` whose @Deprecated(..., error=True) makes every use raise (read from source)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", "") == "Deprecated" and \
+                        any(k.arg == "error" and getattr(k.value, "value", None) is True for k in decorator.keywords):
+                    found.add(node.name)
+    return found
+
+
+def test_the_table_covers_every_member_ray_marks_deprecated_with_error():
+    """Every AlgorithmConfig and Algorithm member the installed Ray marks @Deprecated(error=True)
+    has a row, so the table is complete where Ray itself says what is gone."""
+    from ray.rllib.algorithms.algorithm import Algorithm
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+    rows = {(r.shape, r.old) for r in ROWS}
+    config = _deprecated_with_error(AlgorithmConfig)
+    algorithm = _deprecated_with_error(Algorithm)
+    assert len(config) >= 20 and {"workers", "restore_workers"} <= algorithm
+    internal = {"_enable_new_api_stack", "uses_new_env_runners"}  # no script sets or calls these
+    missing = [m for m in sorted(config - internal)
+               if not rows & {("method", m), ("attr_store", m)}]
+    missing += [m for m in sorted(algorithm) if not rows & {("algo_attr", m), ("algo_call", m)}]
+    assert not missing, missing

@@ -8,7 +8,8 @@
                                    "cluster": {"errors", "warnings", "prepared",
                                                "schema_errors", "ray_version"}}]}],
               "ray_build": {"version", "commit"},           # read from ray/_version.py
-              "ray": {"system_config_keys", "env_names"}}}   # only when a file needs them
+              "ray": {"system_config_keys", "env_names"},   # only when a file needs them
+              "ray_modules": {module: {"exists", "names", "deprecated"}}}}  # ray modules imported
 
 A file's `status` is `ok`, or why it was not linted (`unreadable`, `too-large`,
 `binary`, `unsupported`, `syntax-error`, `yaml-error`, `yaml-bomb`).
@@ -130,6 +131,13 @@ def _ray_build() -> dict:
         return {"version": "unknown", "commit": "unknown", "error": str(exc)}
 
 
+def _ray_modules(records: list[dict]) -> dict:
+    from rldoctor.lint.ray_modules import module_index, wanted_modules
+
+    wanted = wanted_modules(records)
+    return module_index(wanted) if wanted else {}
+
+
 def lint_document(paths: list[str]) -> dict:
     """Read every path and return the snapshot-like document the `code` checks read."""
     from rldoctor.snapshot import new_document
@@ -149,7 +157,8 @@ def lint_document(paths: list[str]) -> dict:
     doc = new_document({"kind": "lint", "file": ", ".join(paths), "paths": list(paths),
                         "files": len(records)})
     doc[LINT_SECTION] = {"files": records, "ray_build": _ray_build(),
-                         "ray": _ray_names() if needs_names else None}
+                         "ray": _ray_names() if needs_names else None,
+                         "ray_modules": _ray_modules(records)}
     doc["collectors"][LINT_SECTION] = {"status": "ok",
                                        "duration_s": round(time.perf_counter() - started, 4)}
     return doc

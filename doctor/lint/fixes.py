@@ -1,11 +1,15 @@
 """`--diff` and `--fix`: the mechanical renames from RLD801 findings, shown or applied.
 
 A finding of a row marked mechanical carries `evidence["edits"]`: spans of the
-joined source with the old token and the new one. An edit is applied only if
-the text at its span still holds exactly that old token, and never when it
-overlaps another edit; anything else is left as it is. Notebooks are edited
-cell by cell and written back as nbformat writes them (sorted keys, indent 1).
-YAML is never rewritten.
+joined source with the old token and the new one. Only the reported lines
+change: an edit on another line than its finding's is dropped. An edit is
+applied only if the text at its span still holds exactly that old token, and
+never when it overlaps another edit; anything else is left as it is.
+Notebooks are edited cell by cell and written back in the file's own JSON
+layout (its indent, key order and escaping), so only the edited source lines
+change; a notebook whose layout cannot be reproduced is edited in its text, one
+JSON string at a time, or left alone. `--diff` is the unified diff of exactly
+the text `--fix` writes. YAML is never rewritten.
 """
 
 from __future__ import annotations
@@ -28,6 +32,15 @@ class FilePlan:
     edits: list[dict] = field(default_factory=list)
 
 
+def _reported_line(location: dict, cells: list[dict]) -> int:
+    """The line of the joined source a finding is reported on (notebooks report within a cell)."""
+    if "cell" in location:
+        cell = next((c for c in cells if c["cell"] == location["cell"]), None)
+        if cell is not None:
+            return cell["first_line"] + location["line"] - 1
+    return location["line"]
+
+
 def plans(report, documents: dict[str, dict]) -> list[FilePlan]:
     """One plan per file that has mechanical edits, in path order."""
     by_path: dict[str, FilePlan] = {}
@@ -39,10 +52,11 @@ def plans(report, documents: dict[str, dict]) -> list[FilePlan]:
         record = documents.get(path) or {}
         plan = by_path.setdefault(path, FilePlan(path, record.get("kind", "python"),
                                                  record.get("cells") or []))
+        line = _reported_line(f.location, plan.cells)
         for edit in edits:
-            if edit not in plan.edits:
+            if edit["line"] == edit["end_line"] == line and edit not in plan.edits:
                 plan.edits.append(edit)
-    return [by_path[p] for p in sorted(by_path)]
+    return [by_path[p] for p in sorted(by_path) if by_path[p].edits]
 
 
 def _apply(lines: list[str], edits: list[dict], offset: int = 1) -> tuple[list[str], int]:
@@ -84,9 +98,41 @@ def _python_result(plan: FilePlan) -> tuple[str, str, int]:
     return before, "".join(after_lines), applied
 
 
+_LAYOUTS = [(indent, sort_keys, ascii_only) for indent in (1, 2, 4, None) for sort_keys in (True, False)
+            for ascii_only in (False, True)]
+
+
+def _layout(text: str, document: dict) -> tuple | None:
+    """The json.dumps settings (and line end) that write `document` back as exactly `text`."""
+    for indent, sort_keys, ascii_only in _LAYOUTS:
+        dumped = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ascii_only)
+        for end in ("\n", ""):
+            if dumped + end == text:
+                return indent, sort_keys, ascii_only, end
+    return None
+
+
+def _in_text(before: str, changed: list[tuple[int, list[str], list[str]]]) -> str | None:
+    """Replace each edited source line's JSON string in the file's own text, or None."""
+    after = before
+    for _, old_lines, new_lines in changed:
+        for old, new in zip(old_lines, new_lines):
+            if old == new:
+                continue
+            for ascii_only in (False, True):
+                old_json = json.dumps(old, ensure_ascii=ascii_only)
+                if after.count(old_json) == 1:
+                    after = after.replace(old_json, json.dumps(new, ensure_ascii=ascii_only))
+                    break
+            else:
+                return None
+    return after
+
+
 def _notebook_result(plan: FilePlan) -> tuple[str, str, int, list[tuple[int, list[str], list[str]]]]:
     before = _read(plan.path)
     document = json.loads(before)
+    layout = _layout(before, document)
     sources = cell_sources(document)
     applied = 0
     changed = []
@@ -99,8 +145,18 @@ def _notebook_result(plan: FilePlan) -> tuple[str, str, int, list[tuple[int, lis
         if n:
             applied += n
             changed.append((cell["cell"], old_lines, new_lines))
-            document["cells"][cell["cell"] - 1]["source"] = new_lines
-    after = json.dumps(document, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+            stored = document["cells"][cell["cell"] - 1].get("source")
+            document["cells"][cell["cell"] - 1]["source"] = new_lines if isinstance(stored, list) \
+                else "".join(new_lines)
+    if not changed:
+        return before, before, 0, []
+    if layout is not None:
+        indent, sort_keys, ascii_only, end = layout
+        after = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ascii_only) + end
+    else:
+        after = _in_text(before, changed)
+        if after is None:  # neither way keeps the rest of the file as it is: leave it alone
+            return before, before, 0, []
     return before, after, applied, changed
 
 
@@ -109,14 +165,11 @@ def unified_diff(plans_: list[FilePlan]) -> tuple[str, int]:
     out, total = [], 0
     for plan in plans_:
         if plan.kind == "notebook":
-            _, _, applied, changed = _notebook_result(plan)
-            for number, old, new in changed:
-                out += difflib.unified_diff(old, new, f"{plan.path} (cell {number})",
-                                            f"{plan.path} (cell {number})")
+            before, after, applied, _ = _notebook_result(plan)
         else:
             before, after, applied = _python_result(plan)
-            out += difflib.unified_diff(before.splitlines(keepends=True),
-                                        after.splitlines(keepends=True), plan.path, plan.path)
+        out += difflib.unified_diff(before.splitlines(keepends=True),
+                                    after.splitlines(keepends=True), plan.path, plan.path)
         total += applied
     text = "".join(line if line.endswith("\n") else line + "\n" for line in out)
     return text, total

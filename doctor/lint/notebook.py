@@ -2,7 +2,8 @@
 
 Cells are joined in order, so a name defined in cell 2 is known in cell 5.
 IPython lines (`%magic`, `!shell`, `%%cell magic` cells) become `pass` with the
-same indentation, so line numbers stay put. Locations are reported as
+same indentation, and the lines a trailing backslash continues them on become
+blank, so line numbers stay put. Locations are reported as
 `path:cell N:line:col`, N counting every cell of the notebook from 1.
 """
 
@@ -43,9 +44,16 @@ def _python_lines(text: str) -> list[str]:
     if lines and lines[0].lstrip().startswith("%%"):
         return ["pass"] + [""] * (len(lines) - 1)  # a cell magic: the whole cell is not Python
     out = []
+    continued = None  # the indentation of a `!shell \` or `%magic \` line that goes on
     for line in lines:
+        if continued is not None:
+            out.append("")
+            continued = continued if line.rstrip().endswith("\\") else None
+            continue
         match = _IPY_LINE.match(line)
         out.append(f"{match.group(1)}pass" if match else line)
+        if match and line.rstrip().endswith("\\"):
+            continued = match.group(1)
     return out
 
 

@@ -28,6 +28,8 @@ import builtins
 import re
 from typing import Any
 
+from rldoctor.lint.value_flow import value_flow
+
 ENV_NAME_RE = re.compile(r"^RAY_[A-Za-z0-9_]+$")
 _MAX_SOURCE = 240
 _BUILTINS = set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__", "__builtins__",
@@ -108,6 +110,8 @@ class _Facts(ast.NodeVisitor):
         self.assignments: list[dict] = []
         self.classes: list[dict] = []
         self.env_strings: list[dict] = []
+        self.returns: list[dict] = []
+        self.functions: list[str] = []
         self._loads: list[tuple[str, list[int]]] = []
         self._bound: set[str] = set()
         self._conditions: list[dict] = []
@@ -121,6 +125,7 @@ class _Facts(ast.NodeVisitor):
         self._from_ray: set[str] = set()  # names bound by `import ray...` / `from ray... import`
         self._decorates: dict[int, str] = {}
         self._call_args: dict[int, dict] = {}  # a call used as an argument -> {call, kw, pos}
+        self._call_nodes: list[ast.Call] = []
 
     # -- helpers -----------------------------------------------------------------------------
     def _col(self, line: int, byte_col: int) -> int:
@@ -265,6 +270,7 @@ class _Facts(ast.NodeVisitor):
 
     def _visit_function(self, node) -> None:
         self._bound.add(node.name)
+        self.functions.append(node.name)
         for decorator in node.decorator_list:
             self._decorates[id(decorator)] = "function"
         self._scope.append(node.name)
@@ -396,7 +402,7 @@ class _Facts(ast.NodeVisitor):
                     self._subscript_store(target, value)
                 continue
             record: dict[str, Any] = {"target": name, "line": target.lineno, "kind": "other",
-                                      **self._context()}
+                                      "value_source": self._source(value)[:120], **self._context()}
             if isinstance(value, ast.Dict):
                 record.update(kind="dict", dict=self._dict(value))
                 self.dicts[record["dict"]]["bound_to"] = name
@@ -443,6 +449,7 @@ class _Facts(ast.NodeVisitor):
             "method": func.attr if isinstance(func, ast.Attribute) else None,
             "name": func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None),
             "receiver": dotted(func.value) if isinstance(func, ast.Attribute) else None,
+            "receiver_source": self._source(func.value) if isinstance(func, ast.Attribute) else None,
             "chain": chain, "root": root, "root_call": root_call, "span": self._span(node),
             "args": [], "kwargs": [], "starargs": False, "assigned_to": None,
             "decorates": self._decorates.get(id(node)), "arg_of": self._call_args.get(id(node)),
@@ -453,6 +460,7 @@ class _Facts(ast.NodeVisitor):
             record["name_span"] = self._span(func)
         self._call_ids[id(node)] = record["id"]
         self.calls.append(record)
+        self._call_nodes.append(node)
         for i, arg in enumerate(node.args):
             if isinstance(arg, ast.Starred):
                 record["starargs"] = True
@@ -479,11 +487,29 @@ class _Facts(ast.NodeVisitor):
             record["kwargs"].append(value)
         self.generic_visit(node)
 
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.returns.append({"scope": ".".join(self._scope) or "<module>", "name": dotted(node.value),
+                                 "call_node": node.value if isinstance(node.value, ast.Call) else None})
+        self.generic_visit(node)
+
     def visit_Dict(self, node: ast.Dict) -> None:
         self._dict(node)
         self.generic_visit(node)
 
     # -- result ------------------------------------------------------------------------------
+    def add_flow(self, flow) -> None:
+        """Each call argument's dict objects and literal values (see rldoctor.lint.value_flow)."""
+        for record, node in zip(self.calls, self._call_nodes):
+            args = [a for a in node.args if not isinstance(a, ast.Starred)]
+            kws = [k for k in node.keywords if k.arg is not None]
+            for facts, arg in list(zip(record["args"], args)) + list(zip(record["kwargs"], [k.value for k in kws])):
+                facts["objects"] = flow.objects_of(arg)
+                values = flow.values_of(arg)
+                if values is not None:
+                    facts["values"], facts["values_complete"] = values["values"], values["complete"]
+        self.objects = flow.to_json()
+
     def result(self) -> dict:
         chains: dict[int, int] = {}
         for record in self.calls:  # small stable chain numbers instead of object ids
@@ -495,6 +521,9 @@ class _Facts(ast.NodeVisitor):
                 call["assigned_to"] = record["target"]
                 record["call"] = call["id"]
                 record["chain"] = call["chain"]
+        for record in self.returns:
+            node = record.pop("call_node", None)
+            record["call"] = self._call_ids.get(id(node)) if node is not None else None
         free = [{"name": name, "span": where} for name, where in self._loads
                 if name not in self._bound and name not in _BUILTINS]
         from_ray = [{"name": name, "span": where} for name, where in self._loads
@@ -502,7 +531,9 @@ class _Facts(ast.NodeVisitor):
         return {"calls": self.calls, "dicts": self.dicts, "imports": self.imports,
                 "attributes": self.attributes, "subscripts": self.subscripts,
                 "assignments": self.assignments, "classes": self.classes,
-                "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings}
+                "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
+                "objects": getattr(self, "objects", []), "returns": self.returns,
+                "functions": sorted(set(self.functions))}
 
 
 class PythonSyntaxError(Exception):
@@ -529,6 +560,7 @@ def python_facts(text: str, filename: str = "<lint>") -> dict:
     visitor = _Facts(text)
     try:
         visitor.visit(tree)
+        visitor.add_flow(value_flow(tree, visitor._span, visitor._value))
     except RecursionError:
         raise PythonSyntaxError("too deeply nested to analyse") from None
     return visitor.result()
