@@ -41,6 +41,9 @@ class NodeSpec:
     # A cgroup directory (tests/cgroups.py MemoryCgroup) that the node's `ray start`, and so
     # every process of the node, runs in: a node in a container-like memory limit.
     cgroup: str | None = None
+    # A command the node's `ray start` runs under (e.g. ["prlimit", "--nofile=1024:1024"]):
+    # every process of the node inherits what it sets.
+    command_prefix: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -226,6 +229,7 @@ class LocalCluster:
         else:
             args += ["--address", self.address]
         args += spec.extra_args
+        args = [*spec.command_prefix, *args]
         if spec.cgroup:  # a shell moves itself into the group, then becomes `ray start`
             args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', spec.cgroup, *args]
         log = self.root / f"node{index}.log"

@@ -1,0 +1,86 @@
+"""End to end: a full temp disk on one node and a head under a 1024 open-files limit.
+
+One 3-node cluster carries both faults: the head (its GCS and raylet) runs under
+`prlimit --nofile=1024:1024`, worker node 2 has its own `--temp-dir` on a 64 MiB tmpfs that a
+file fills past Ray's 95 % threshold. Node 1 is healthy and must not be named by either check.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import check_json, run_rldoctor
+from localcluster import LocalCluster, NodeSpec
+from node_faults import SmallTmpfs, tmpfs_unavailable
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(tmpfs_unavailable() is not None, reason=f"{tmpfs_unavailable()}")]
+
+FILL = 0.97
+
+
+@pytest.fixture(scope="module")
+def limited_cluster():
+    with SmallTmpfs(64) as disk:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+        specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
+        specs[2].extra_args = ["--temp-dir", str(disk.path)]
+        with LocalCluster(specs) as cluster:
+            disk.fill_to(FILL)
+            cluster.disk = disk
+            yield cluster
+
+
+@pytest.fixture(scope="module")
+def report(limited_cluster):
+    result = check_json(limited_cluster)
+    assert result.code == 1, result
+    return result
+
+
+def test_the_full_temp_dir_of_one_node_is_rld305_fail_with_what_fills_it(limited_cluster, report):
+    full = limited_cluster.nodes[2].node_id
+    found = {f["subject"]: f for f in report.findings("RLD305")}
+    assert set(found) == {f"node:{full}"}, report  # the head and node 1 are on the big disk
+    finding = found[f"node:{full}"]
+    evidence = finding["evidence"]
+    assert finding["severity"] == "fail"
+    assert evidence["paths"]["temp_dir"] == str(limited_cluster.disk.path)
+    assert evidence["used_fraction"] >= 0.95 and evidence["threshold"] == 0.95
+    assert evidence["threshold_source"] == "Ray's default"
+    entries = {e["name"]: e for e in evidence["contents"]["temp_dir_entries"]}
+    assert entries["filler.bin"]["bytes"] >= 50 * 2**20  # what fills it, with its size
+    assert any(e.get("kind") == "current session" for e in entries.values())
+    assert "filler.bin" in finding["message"] and "OutOfDiskError" in finding["message"]
+    assert "--temp-dir" in finding["fix"] and "old session" not in finding["fix"]
+
+
+def test_the_head_under_a_1024_open_files_limit_is_rld107(limited_cluster, report):
+    head = limited_cluster.nodes[0].node_id
+    found = report.findings("RLD107")
+    assert {f["subject"] for f in found} == {f"node:{head}"}, report  # 20000 elsewhere: room enough
+    roles = {f["evidence"]["role"]: f for f in found}
+    assert set(roles) == {"gcs", "raylet"}, report
+    for finding in found:
+        assert finding["severity"] == "warn"
+        assert finding["evidence"]["soft_limit"] == 1024
+        assert finding["evidence"]["worker_room"] < finding["evidence"]["workers_wanted"]
+        assert "65535" in finding["message"] and "LimitNOFILE" in finding["fix"]
+        assert "ulimit -n" in finding["fix"]
+
+
+def test_the_recorded_snapshot_gives_the_same_findings_offline(limited_cluster, tmp_path):
+    path = tmp_path / "snap.json"
+    done = run_rldoctor("collect", "--address", limited_cluster.address, "--output", str(path),
+                        env=limited_cluster.client_env())
+    assert done.code == 0, done
+    hosts = json.loads(path.read_text())["hosts"]
+    healthy = hosts[limited_cluster.nodes[1].node_id]
+    assert [p["soft"] for p in healthy["open_files"]["processes"] if p["role"] == "raylet"] != [1024]
+    assert all(fs["used_fraction"] < 0.9 for fs in healthy["disk"]["filesystems"])
+    offline = run_rldoctor("check", "--from", str(path), "--only", "RLD305,RLD107", "--format", "json")
+    assert {(f["code"], f["subject"]) for f in offline.findings()} == {
+        ("RLD305", f"node:{limited_cluster.nodes[2].node_id}"),
+        ("RLD107", f"node:{limited_cluster.nodes[0].node_id}")}, offline
