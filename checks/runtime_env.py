@@ -6,6 +6,7 @@ import re
 
 from rldoctor.registry import check, fail, warn
 
+JOB_ACTOR = "JobSupervisor"  # Ray's actor that runs a submitted job's entrypoint
 _SIZE_LIMIT = re.compile(r"Package size \([^)]*\) exceeds the maximum size of \S+")
 _ERROR_WORDS = ("ERROR:", "CondaError", "CondaHTTPError", "ResolvePackageNotFound")
 
@@ -96,8 +97,8 @@ def runtime_env_failed(snap, params):
     """
     for actor in (snap.get("actors") or {}).get("items") or []:
         cause = actor.get("death_cause") or {}
-        if cause.get("kind") != "runtime_env_failed_context":
-            continue
+        if cause.get("kind") != "runtime_env_failed_context" or actor.get("class_name") == JOB_ACTOR:
+            continue  # a job's supervisor dies of its job's env: the job is named instead
         env = actor.get("runtime_env")
         nodes = _nodes_that_failed(snap, env)
         reason = next((f.get("reason") for _, f in nodes if f.get("reason")), None) or reason_in(

@@ -686,7 +686,9 @@ def ray_logs_here() -> dict:
             continue
         for path in _open_logs_of(pid):
             name = os.path.basename(path)
-            if role in ("raylet", "gcs") and not name.endswith(".out"):
+            if role == "runtime_env_agent" and not name.startswith("runtime_env_agent"):
+                continue  # the agent's inherited stdout and stderr are the raylet's files
+            if name.endswith(".log") and role != "runtime_env_agent":
                 continue
             text, error = tail_of(path)
             if error:

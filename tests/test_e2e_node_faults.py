@@ -1,0 +1,154 @@
+"""End to end: a full temp disk on one node, a head under a 1024 open-files limit, and an
+actor and a job whose pip runtime_env cannot be built.
+
+One 3-node cluster carries the faults: the head (its GCS and raylet) runs under
+`prlimit --nofile=1024:1024`, worker node 2 has its own `--temp-dir` on a 64 MiB tmpfs that a
+file fills past Ray's 95 % threshold. Node 1 is healthy and is named by neither RLD305 nor
+RLD107; it hosts an actor whose runtime_env asks pip for a package that does not exist, and a
+`ray job submit` job asks for another. Every node runs with RUNTIME_ENV_RETRY_TIMES=1 (Ray's
+own setting), so a failed build gives up after one try instead of three.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import check_json, run_rldoctor
+from localcluster import LocalCluster, NodeSpec
+from node_faults import SmallTmpfs, tmpfs_unavailable
+
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.skipif(tmpfs_unavailable() is not None, reason=f"{tmpfs_unavailable()}")]
+
+FILL = 0.97
+
+
+@pytest.fixture(scope="module")
+def limited_cluster():
+    with SmallTmpfs(64) as disk:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"},
+                          env={"RUNTIME_ENV_RETRY_TIMES": "1"}) for _ in range(3)]
+        specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
+        specs[2].extra_args = ["--temp-dir", str(disk.path)]
+        with LocalCluster(specs) as cluster:
+            disk.fill_to(FILL)
+            cluster.disk = disk
+            yield cluster
+
+
+@pytest.fixture(scope="module")
+def report(limited_cluster):
+    result = check_json(limited_cluster)
+    assert result.code == 1, result
+    return result
+
+
+def test_the_full_temp_dir_of_one_node_is_rld305_fail_with_what_fills_it(limited_cluster, report):
+    full = limited_cluster.nodes[2].node_id
+    found = {f["subject"]: f for f in report.findings("RLD305")}
+    assert set(found) == {f"node:{full}"}, report  # the head and node 1 are on the big disk
+    finding = found[f"node:{full}"]
+    evidence = finding["evidence"]
+    assert finding["severity"] == "fail"
+    assert evidence["paths"]["temp_dir"] == str(limited_cluster.disk.path)
+    assert evidence["used_fraction"] >= 0.95 and evidence["threshold"] == 0.95
+    assert evidence["threshold_source"] == "Ray's default"
+    entries = {e["name"]: e for e in evidence["contents"]["temp_dir_entries"]}
+    assert entries["filler.bin"]["bytes"] >= 50 * 2**20  # what fills it, with its size
+    assert any(e.get("kind") == "current session" for e in entries.values())
+    assert "filler.bin" in finding["message"] and "OutOfDiskError" in finding["message"]
+    assert "--temp-dir" in finding["fix"] and "old session" not in finding["fix"]
+
+
+def test_the_head_under_a_1024_open_files_limit_is_rld107(limited_cluster, report):
+    head = limited_cluster.nodes[0].node_id
+    found = report.findings("RLD107")
+    assert {f["subject"] for f in found} == {f"node:{head}"}, report  # 20000 elsewhere: room enough
+    roles = {f["evidence"]["role"]: f for f in found}
+    assert set(roles) == {"gcs", "raylet"}, report
+    for finding in found:
+        assert finding["severity"] == "warn"
+        assert finding["evidence"]["soft_limit"] == 1024
+        assert finding["evidence"]["worker_room"] < finding["evidence"]["workers_wanted"]
+        assert "65535" in finding["message"] and "LimitNOFILE" in finding["fix"]
+        assert "ulimit -n" in finding["fix"]
+
+
+def test_the_recorded_snapshot_gives_the_same_findings_offline(limited_cluster, tmp_path):
+    path = tmp_path / "snap.json"
+    done = run_rldoctor("collect", "--address", limited_cluster.address, "--output", str(path),
+                        env=limited_cluster.client_env())
+    assert done.code == 0, done
+    hosts = json.loads(path.read_text())["hosts"]
+    healthy = hosts[limited_cluster.nodes[1].node_id]
+    assert [p["soft"] for p in healthy["open_files"]["processes"] if p["role"] == "raylet"] != [1024]
+    assert all(fs["used_fraction"] < 0.9 for fs in healthy["disk"]["filesystems"])
+    offline = run_rldoctor("check", "--from", str(path), "--only", "RLD305,RLD107", "--format", "json")
+    assert {(f["code"], f["subject"]) for f in offline.findings()} == {
+        ("RLD305", f"node:{limited_cluster.nodes[2].node_id}"),
+        ("RLD107", f"node:{limited_cluster.nodes[0].node_id}")}, offline
+
+
+SECRET = "hunter2-do-not-print"
+NEEDY_ACTOR = """
+import json
+@ray.remote(num_cpus=0)
+class NeedsAPackage:
+    def ping(self):
+        return 1
+a = NeedsAPackage.options(name="needs-a-package", namespace="e2e", lifetime="detached",
+                          label_selector={"ray.io/node-id": NODE}, runtime_env={
+    "pip": ["rldoctor-no-such-package-abc"], "env_vars": {"API_TOKEN": SECRET}}).remote()
+try:
+    ray.get(a.ping.remote(), timeout=90)
+    print("=>", a._actor_id.hex(), "started")
+except Exception as exc:
+    print("=>", a._actor_id.hex(), type(exc).__name__)
+"""
+
+
+@pytest.fixture(scope="module")
+def broken_envs(limited_cluster):
+    """(actor id, job submission id): both asked pip for packages that do not exist."""
+    cluster = limited_cluster
+    node1 = cluster.nodes[1].node_id
+    submit = subprocess.run(
+        [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address",
+         cluster.dashboard_url, "--no-wait", "--submission-id", "needs-a-package",
+         "--runtime-env-json", json.dumps({"pip": ["rldoctor-no-such-package-xyz"]}),
+         "--", "python", "-c", "print(1)"],
+        env=cluster.client_env(), capture_output=True, text=True, timeout=60)
+    assert submit.returncode == 0, submit.stderr[-2000:]
+    actor_id, outcome = cluster.run_driver(f"NODE = {node1!r}\nSECRET = {SECRET!r}\n" + NEEDY_ACTOR,
+                                           timeout=150, expect_lines=1).split()
+    assert outcome == "RuntimeEnvSetupError", outcome
+    return actor_id, "needs-a-package"
+
+
+def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_reason(
+        limited_cluster, broken_envs):
+    actor_id, job = broken_envs
+    deadline = time.monotonic() + 60
+    while True:  # the job fails on its own clock, after the actor
+        result = check_json(limited_cluster)
+        found = {f["subject"]: f for f in result.findings("RLD404")}
+        if f"job:{job}" in found or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert set(found) == {f"actor:{actor_id}", f"job:{job}"}, result
+    actor, submitted = found[f"actor:{actor_id}"], found[f"job:{job}"]
+    assert "NeedsAPackage" in actor["message"] and "'needs-a-package'" in actor["message"]
+    assert "No matching distribution found for rldoctor-no-such-package-abc" in actor["message"]
+    assert actor["evidence"]["nodes"] == [limited_cluster.nodes[1].node_id], actor
+    assert submitted["severity"] == "fail"
+    assert "No matching distribution found for rldoctor-no-such-package-xyz" in submitted["message"]
+    assert submitted["evidence"]["nodes"] == [limited_cluster.nodes[0].node_id], submitted
+    assert "pip" in actor["fix"] and "setup_timeout_seconds" in actor["fix"]
+    assert SECRET not in result.stdout  # env_vars values never leave the cluster
+    assert actor["evidence"]["runtime_env"]["keys"] == ["env_vars", "pip"]
