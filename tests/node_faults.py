@@ -3,8 +3,10 @@ sitecustomize that hangs a node's worker processes at start. Each undoes itself.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -69,3 +71,39 @@ def hang_site(directory: Path) -> str:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sitecustomize.py").write_text(HANG_SITECUSTOMIZE)
     return str(directory)
+
+
+NEEDY_ACTOR = """
+@ray.remote(num_cpus=0)
+class NeedsAPackage:
+    def ping(self):
+        return 1
+a = NeedsAPackage.options(name="needs-a-package", namespace="e2e", lifetime="detached",
+                          label_selector={"ray.io/node-id": NODE}, runtime_env={
+    "pip": [PACKAGE], "env_vars": ENV_VARS}).remote()
+try:
+    ray.get(a.ping.remote(), timeout=150)
+    print("=>", a._actor_id.hex(), "started")
+except Exception as exc:
+    print("=>", a._actor_id.hex(), type(exc).__name__)
+"""
+
+
+def actor_needing(cluster, node_id: str, package: str, env_vars: dict) -> tuple[str, str]:
+    """A detached actor on `node_id` whose runtime_env asks pip for `package`:
+    (its id, how its first call ended)."""
+    code = f"NODE = {node_id!r}\nPACKAGE = {package!r}\nENV_VARS = {env_vars!r}\n" + NEEDY_ACTOR
+    actor_id, outcome = cluster.run_driver(code, timeout=180, expect_lines=1).split()
+    return actor_id, outcome
+
+
+def submit_job_needing(cluster, package: str, submission_id: str) -> str:
+    """`ray job submit --no-wait` of a job whose runtime_env asks pip for `package`."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address",
+         cluster.dashboard_url, "--no-wait", "--submission-id", submission_id,
+         "--runtime-env-json", json.dumps({"pip": [package]}), "--", "python", "-c", "print(1)"],
+        env=cluster.client_env(), capture_output=True, text=True, timeout=60)
+    if done.returncode:
+        raise RuntimeError(f"ray job submit failed: {done.stderr[-2000:]}")
+    return submission_id

@@ -12,16 +12,13 @@ own setting), so a failed build gives up after one try instead of three.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from conftest import check_json, run_rldoctor
 from localcluster import LocalCluster, NodeSpec
-from node_faults import SmallTmpfs, tmpfs_unavailable
+from node_faults import SmallTmpfs, actor_needing, submit_job_needing, tmpfs_unavailable
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(tmpfs_unavailable() is not None, reason=f"{tmpfs_unavailable()}")]
@@ -96,39 +93,17 @@ def test_the_recorded_snapshot_gives_the_same_findings_offline(limited_cluster, 
 
 
 SECRET = "hunter2-do-not-print"
-NEEDY_ACTOR = """
-import json
-@ray.remote(num_cpus=0)
-class NeedsAPackage:
-    def ping(self):
-        return 1
-a = NeedsAPackage.options(name="needs-a-package", namespace="e2e", lifetime="detached",
-                          label_selector={"ray.io/node-id": NODE}, runtime_env={
-    "pip": ["rldoctor-no-such-package-abc"], "env_vars": {"API_TOKEN": SECRET}}).remote()
-try:
-    ray.get(a.ping.remote(), timeout=90)
-    print("=>", a._actor_id.hex(), "started")
-except Exception as exc:
-    print("=>", a._actor_id.hex(), type(exc).__name__)
-"""
 
 
 @pytest.fixture(scope="module")
 def broken_envs(limited_cluster):
     """(actor id, job submission id): both asked pip for packages that do not exist."""
     cluster = limited_cluster
-    node1 = cluster.nodes[1].node_id
-    submit = subprocess.run(
-        [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address",
-         cluster.dashboard_url, "--no-wait", "--submission-id", "needs-a-package",
-         "--runtime-env-json", json.dumps({"pip": ["rldoctor-no-such-package-xyz"]}),
-         "--", "python", "-c", "print(1)"],
-        env=cluster.client_env(), capture_output=True, text=True, timeout=60)
-    assert submit.returncode == 0, submit.stderr[-2000:]
-    actor_id, outcome = cluster.run_driver(f"NODE = {node1!r}\nSECRET = {SECRET!r}\n" + NEEDY_ACTOR,
-                                           timeout=150, expect_lines=1).split()
+    job = submit_job_needing(cluster, "rldoctor-no-such-package-xyz", "needs-a-package")
+    actor_id, outcome = actor_needing(cluster, cluster.nodes[1].node_id,
+                                      "rldoctor-no-such-package-abc", {"API_TOKEN": SECRET})
     assert outcome == "RuntimeEnvSetupError", outcome
-    return actor_id, "needs-a-package"
+    return actor_id, job
 
 
 def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_reason(
