@@ -127,3 +127,29 @@ def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_rea
     assert "pip" in actor["fix"] and "setup_timeout_seconds" in actor["fix"]
     assert SECRET not in result.stdout  # env_vars values never leave the cluster
     assert actor["evidence"]["runtime_env"]["keys"] == ["env_vars", "pip"]
+
+
+def test_the_bundle_holds_the_evidence_each_finding_points_to(limited_cluster, broken_envs,
+                                                               tmp_path):
+    import tarfile
+
+    actor_id, job = broken_envs
+    path = tmp_path / "incident.tar.gz"
+    done = run_rldoctor("collect", "--bundle", str(path), "--address", limited_cluster.address,
+                        env=limited_cluster.client_env(), timeout=180)
+    assert done.code == 0, done
+    with tarfile.open(path) as tar:
+        files = {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar if m.isfile()}
+    assert not any(SECRET.encode() in data for data in files.values())
+    offline = run_rldoctor("check", "--from", str(path), "--format", "json")
+    found = {(f["code"], f["subject"]): f for f in offline.findings()}
+    node1, node2 = limited_cluster.nodes[1].node_id, limited_cluster.nodes[2].node_id
+    # RLD305: the disk listing travels in the snapshot, with what fills the disk.
+    disk = found[("RLD305", f"node:{node2}")]["evidence"]
+    assert any(e["name"] == "filler.bin" for e in disk["contents"]["temp_dir_entries"])
+    # RLD404: the runtime env agent log of the node that failed, with pip's own line in it.
+    pointed = found[("RLD404", f"actor:{actor_id}")]["evidence"]["in_bundle"]["files"]
+    agent = [f for f in pointed if f"nodes/{node1}/logs/runtime_env_agent" in f]
+    assert agent, pointed
+    assert any(b"No matching distribution found for rldoctor-no-such-package-abc"
+               in files[f.split("/", 1)[1]] for f in agent), agent
