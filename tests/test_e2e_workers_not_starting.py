@@ -10,6 +10,7 @@ with Ray's own line, and call no node dead.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -59,7 +60,7 @@ def test_a_node_whose_workers_hang_at_start_is_rld106_in_normal_time(hung_cluste
     hung = hung_cluster.nodes[2].node_id
     result = check_json(hung_cluster)
     assert result.code == 1, result
-    assert result.seconds < 9, result  # the probe's straggler wait, not its full 8 s and more
+    assert result.seconds < 12, result
     found = {f["subject"]: f for f in result.findings("RLD106")}
     assert set(found) == {f"node:{hung}"}, result
     finding = found[f"node:{hung}"]
@@ -68,7 +69,27 @@ def test_a_node_whose_workers_hang_at_start_is_rld106_in_normal_time(hung_cluste
     assert "is alive (its raylet answers)" in finding["message"]
     signal = finding["evidence"]["raylet_log"]["workers_not_registered"]
     assert signal["count"] >= 1 and f'{signal["count"]}x' in finding["message"]
+    # Not held for the probe's full 8 s: stragglers get 2.5x what their peers took (>= 4 s).
+    waited = int(re.search(r"no answer within (\d+)s", finding["evidence"]["probe_error"]).group(1))
+    assert waited < 8, finding["evidence"]
     assert "RAY_worker_register_timeout_seconds" in finding["fix"]
     assert "python-core-worker" in finding["fix"] and "raylet.out" in finding["fix"]
     # Alive, not dead: no RLD101 for it (nor for anyone).
     assert result.findings("RLD101") == [], result
+
+
+def test_the_bundle_holds_the_hung_nodes_raylet_lines(hung_cluster, tmp_path):
+    import tarfile
+
+    from conftest import run_rldoctor
+
+    hung = hung_cluster.nodes[2].node_id
+    path = tmp_path / "incident.tar.gz"
+    done = run_rldoctor("collect", "--bundle", str(path), "--address", hung_cluster.address,
+                        env=hung_cluster.client_env(), timeout=180)
+    assert done.code == 0, done
+    with tarfile.open(path) as tar:
+        logs = {m.name: tar.extractfile(m).read() for m in tar
+                if m.isfile() and f"/nodes/{hung}/logs/raylet" in m.name}
+    assert any(b"have not registered within the timeout" in data for data in logs.values()), \
+        sorted(logs)
