@@ -73,15 +73,16 @@ _FIX = (
 )
 
 
-@check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs",))
+@check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs",),
+       params={"pending_warn_s": 60.0})
 def runtime_env_failed(snap, params):
     """Actors, tasks or jobs whose runtime_env could not be set up, with the node's reason.
 
     Symptom:
         `ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.` from an
         actor or task; `ray job status` says FAILED with "runtime_env setup failed", or the
-        job stays PENDING: "Job has not started yet, likely waiting for the runtime_env to be
-        set up."
+        job stays PENDING: "Job has not started yet. It may be waiting for the runtime
+        environment to be set up." (reported after a minute)
 
     Cause:
         Ray builds a `runtime_env` (pip or conda packages, a working_dir, py_modules) on each
@@ -122,9 +123,12 @@ def runtime_env_failed(snap, params):
         name = job.get("submission_id") or job.get("job_id")
         where = f" on {_where(snap, [n for n, _ in nodes])}" if nodes else ""
         pending = job.get("status") == "PENDING"
+        if pending and (job.get("pending_s") or 0) < params["pending_warn_s"]:
+            continue  # every job with a runtime_env waits a little while it is built
         yield (warn if pending else fail)(
             f"job:{name}",
-            f"job {name} " + ("is still waiting for its runtime_env" if pending else "failed: its runtime_env")
+            f"job {name} " + (f"has waited {job.get('pending_s'):.0f}s for its runtime_env" if pending
+                              else "failed: its runtime_env")
             + f" ({_asked(env)})" + (" to be set up" if pending else " could not be set up")
             + f"{where}: {reason or job.get('message') or 'no reason recorded'}",
             {"submission_id": job.get("submission_id"), "job_id": job.get("job_id"),

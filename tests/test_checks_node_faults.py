@@ -137,11 +137,13 @@ def test_rld404_names_the_actor_and_the_job_with_their_nodes_and_never_env_vars(
 def test_rld404_a_job_still_waiting_for_its_env_is_a_warn():
     data = copy.deepcopy(SNAP)
     job = data["runtime_envs"]["jobs"][0]
-    job.update(status="PENDING", error_type=None,
-               message="Job has not started yet. It may be waiting for the runtime_env to be set up.")
+    job.update(status="PENDING", error_type=None, pending_s=30.0, message=(
+        "Job has not started yet. It may be waiting for the runtime environment to be set up."))
     data["hosts"] = {}  # no agent saw it fail yet
+    assert [f for f in run(runtime_env_failed, data) if f.subject.startswith("job:")] == []
+    job["pending_s"] = 300.0  # a build that takes five minutes: pip hanging without internet
     [finding] = [f for f in run(runtime_env_failed, data) if f.subject.startswith("job:")]
-    assert finding.severity is Severity.WARN and "still waiting" in finding.message
+    assert finding.severity is Severity.WARN and "has waited 300s" in finding.message
 
 
 @pytest.mark.parametrize("message,reason", [

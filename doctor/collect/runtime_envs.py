@@ -9,13 +9,16 @@ env_vars.
 from __future__ import annotations
 
 import json
+import time
 
 from rldoctor.collect import probes
 from rldoctor.collect.actors import MAX_ROWS, _require_state_api
 
 JOB_ERROR = "RUNTIME_ENV_SETUP_FAILURE"
 TASK_ERROR = "RUNTIME_ENV_SETUP_FAILED"
-PENDING_WORDS = "runtime_env"  # "Job has not started yet, likely waiting for the runtime_env ..."
+# Ray 2.60's message of a PENDING job with a runtime_env: "Job has not started yet. ... It may
+# be waiting for the runtime environment to be set up." (older Ray: "... the runtime_env ...")
+PENDING_WORDS = ("runtime environment", "runtime_env")
 MESSAGE_CHARS = 4000
 
 
@@ -45,12 +48,16 @@ def collect(conn, budget, cluster: dict | None) -> dict:
         status = str(getattr(get("status"), "value", get("status")) or "").rsplit(".", 1)[-1]
         error = str(getattr(get("error_type"), "value", get("error_type")) or "")
         message = str(get("message") or "")
-        if error != JOB_ERROR and not (status == "PENDING" and PENDING_WORDS in message):
+        if error != JOB_ERROR and not (status == "PENDING"
+                                       and any(w in message for w in PENDING_WORDS)):
             continue
+        started = get("start_time")
         jobs.append({"job_id": get("job_id"), "submission_id": get("submission_id"),
                      "status": status, "error_type": error or None,
                      "message": _message(message), "runtime_env": _summary(get("runtime_env")),
-                     "start_time": get("start_time"), "end_time": get("end_time")})
+                     "start_time": started, "end_time": get("end_time"),
+                     "pending_s": round(time.time() - started / 1000, 1)
+                     if status == "PENDING" and started else None})
     tasks = []
     for t in list_tasks(address=address, detail=True, limit=MAX_ROWS, timeout=timeout,
                         raise_on_missing_output=False, filters=[("error_type", "=", TASK_ERROR)]):
