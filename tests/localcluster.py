@@ -343,6 +343,9 @@ def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalClu
 def demo() -> int:
     """Start a 3-node cluster, run `rldoctor check` against it, stop it whatever happens."""
     cluster = three_nodes()
+    limited = shutil.which("prlimit") is not None
+    if limited:  # a common systemd and container default: RLD107 warns about it
+        cluster.specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
 
     def on_signal(signum, frame):
         cluster.stop()
@@ -350,7 +353,8 @@ def demo() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root} ...", flush=True)
+    print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root}"
+          + (", the head under `prlimit --nofile=1024:1024`" if limited else "") + " ...", flush=True)
     started = time.monotonic()
     try:
         cluster.start()

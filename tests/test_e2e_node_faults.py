@@ -2,11 +2,13 @@
 actor and a job whose pip runtime_env cannot be built.
 
 One 3-node cluster carries the faults: the head (its GCS and raylet) runs under
-`prlimit --nofile=1024:1024`, worker node 2 has its own `--temp-dir` on a 64 MiB tmpfs that a
-file fills past Ray's 95 % threshold. Node 1 is healthy and is named by neither RLD305 nor
-RLD107; it hosts an actor whose runtime_env asks pip for a package that does not exist, and a
-`ray job submit` job asks for another. Every node runs with RUNTIME_ENV_RETRY_TIMES=1 (Ray's
-own setting), so a failed build gives up after one try instead of three.
+`prlimit --nofile=1024:1024` and sets `local_fs_capacity_threshold` to 0.96 in its
+`_system_config` (each raylet hands it back to rldoctor's ping); worker node 2 has its own
+`--temp-dir` on a 64 MiB tmpfs that a file fills to 97 %. Node 1 is healthy and is named by
+neither RLD305 nor RLD107; it hosts an actor whose runtime_env asks pip for a package that
+does not exist, and a `ray job submit` job asks for another. Every node runs with
+RUNTIME_ENV_RETRY_TIMES=1 (Ray's own setting), so a failed build gives up after one try
+instead of three.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(tmpfs_unavailable() is not None, reason=f"{tmpfs_unavailable()}")]
 
 FILL = 0.97
+THRESHOLD = 0.96
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,8 @@ def limited_cluster():
         specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"},
                           env={"RUNTIME_ENV_RETRY_TIMES": "1"}) for _ in range(3)]
         specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
+        # The cluster's own threshold, which every raylet hands back to rldoctor's ping.
+        specs[0].extra_args = ["--system-config", json.dumps({"local_fs_capacity_threshold": THRESHOLD})]
         specs[2].extra_args = ["--temp-dir", str(disk.path)]
         with LocalCluster(specs) as cluster:
             disk.fill_to(FILL)
@@ -54,8 +59,8 @@ def test_the_full_temp_dir_of_one_node_is_rld305_fail_with_what_fills_it(limited
     evidence = finding["evidence"]
     assert finding["severity"] == "fail"
     assert evidence["paths"]["temp_dir"] == str(limited_cluster.disk.path)
-    assert evidence["used_fraction"] >= 0.95 and evidence["threshold"] == 0.95
-    assert evidence["threshold_source"] == "Ray's default"
+    assert evidence["used_fraction"] >= THRESHOLD and evidence["threshold"] == THRESHOLD
+    assert evidence["threshold_source"] == "_system_config (from the node's raylet)"
     entries = {e["name"]: e for e in evidence["contents"]["temp_dir_entries"]}
     assert entries["filler.bin"]["bytes"] >= 50 * 2**20  # what fills it, with its size
     assert any(e.get("kind") == "current session" for e in entries.values())
