@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -38,9 +39,15 @@ def limited_cluster():
         # The cluster's own threshold, which every raylet hands back to rldoctor's ping.
         specs[0].extra_args = ["--system-config", json.dumps({"local_fs_capacity_threshold": THRESHOLD})]
         specs[2].extra_args = ["--temp-dir", str(disk.path)]
-        with LocalCluster(specs) as cluster:
+        with LocalCluster(specs) as cluster, ThreadPoolExecutor(max_workers=1) as pool:
             disk.fill_to(FILL)
             cluster.disk = disk
+            # The runtime_env builds fail in the background (pip takes its time) while the
+            # disk and open-files tests run.
+            cluster.needy_job = submit_job_needing(cluster, "rldoctor-no-such-package-xyz",
+                                                   "needs-a-package")
+            cluster.needy_actor = pool.submit(actor_needing, cluster, cluster.nodes[1].node_id,
+                                              "rldoctor-no-such-package-abc", {"API_TOKEN": SECRET})
             yield cluster
 
 
@@ -103,12 +110,9 @@ SECRET = "hunter2-do-not-print"
 @pytest.fixture(scope="module")
 def broken_envs(limited_cluster):
     """(actor id, job submission id): both asked pip for packages that do not exist."""
-    cluster = limited_cluster
-    job = submit_job_needing(cluster, "rldoctor-no-such-package-xyz", "needs-a-package")
-    actor_id, outcome = actor_needing(cluster, cluster.nodes[1].node_id,
-                                      "rldoctor-no-such-package-abc", {"API_TOKEN": SECRET})
+    actor_id, outcome = limited_cluster.needy_actor.result(timeout=200)
     assert outcome == "RuntimeEnvSetupError", outcome
-    return actor_id, job
+    return actor_id, limited_cluster.needy_job
 
 
 def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_reason(
