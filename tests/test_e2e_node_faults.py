@@ -8,7 +8,7 @@ One 3-node cluster carries the faults: the head (its GCS and raylet) runs under
 neither RLD305 nor RLD107; it hosts an actor whose runtime_env asks pip for a package that
 does not exist, and a `ray job submit` job asks for another. Every node runs with
 RUNTIME_ENV_RETRY_TIMES=1 (Ray's own setting), so a failed build gives up after one try
-instead of three.
+instead of three. Last, an actor on the head opens 900 files under the head's 1024 limit.
 """
 
 from __future__ import annotations
@@ -162,3 +162,31 @@ def test_the_bundle_holds_the_evidence_each_finding_points_to(limited_cluster, b
     assert agent, pointed
     assert any(b"No matching distribution found for rldoctor-no-such-package-abc"
                in files[f.split("/", 1)[1]] for f in agent), agent
+
+
+FD_HOG = """
+import os
+@ray.remote(num_cpus=0)
+class HoldsFiles:
+    def open(self, count):
+        self.files = [open(os.devnull) for _ in range(count)]
+        return os.getpid()
+h = HoldsFiles.options(name="holds-files", namespace="e2e", lifetime="detached",
+                       label_selector={"ray.io/node-id": NODE}).remote()
+print("=>", ray.get(h.open.remote(COUNT)))
+"""
+
+
+def test_a_worker_using_most_of_its_open_files_limit_is_rld107_fail(limited_cluster):
+    head = limited_cluster.nodes[0].node_id
+    pid = int(limited_cluster.run_driver(f"NODE = {head!r}\nCOUNT = 900\n" + FD_HOG, expect_lines=1))
+    try:
+        result = check_json(limited_cluster)
+        failed = [f for f in result.findings("RLD107") if f["severity"] == "fail"]
+        assert [(f["subject"], f["evidence"]["pid"]) for f in failed] == [(f"node:{head}", pid)], result
+        evidence = failed[0]["evidence"]
+        assert evidence["role"] == "worker" and evidence["soft_limit"] == 1024
+        assert evidence["open_files"] >= 900 and evidence["used_fraction"] >= 0.8
+        assert f"pid {pid}" in failed[0]["message"] and "of its limit of 1024" in failed[0]["message"]
+    finally:
+        limited_cluster.run_driver("ray.kill(ray.get_actor('holds-files', namespace='e2e'))")
