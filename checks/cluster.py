@@ -112,6 +112,9 @@ def node_dead(snap, params):
                     {**evidence, "probe_error": error, "raylet_error": raylet},
                     _NODE_DEAD_FIX.format(node_id=node_id))
             elif _lost(failure):
+                if set(((failure.get("ray_logs") or {}).get("signals") or {})) & {
+                        "workers_not_registered", "no_available_ports"}:
+                    continue  # alive, with Ray's word that its workers do not start: RLD106
                 answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
                            "node is up but busy or unable to start a worker" if
                            ping.get("ms") is not None else "")

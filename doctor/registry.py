@@ -27,6 +27,9 @@ ENTRY_POINT_GROUP = "rldoctor.checks"
 BUILTIN_MODULES = (
     "rldoctor.checks.cluster",
     "rldoctor.checks.memory",
+    "rldoctor.checks.disk",
+    "rldoctor.checks.node_limits",
+    "rldoctor.checks.runtime_env",
     "rldoctor.checks.network",
     "rldoctor.checks.serialization",
     "rldoctor.checks.workers",

@@ -41,9 +41,10 @@ class NodeSpec:
     # A cgroup directory (tests/cgroups.py MemoryCgroup) that the node's `ray start`, and so
     # every process of the node, runs in: a node in a container-like memory limit.
     cgroup: str | None = None
-    # A node on a host of its own (tests/netns.py): the address it registers with, and the
-    # command prefix (`ip netns exec <ns>`) that runs its `ray start` on that host.
+    # A node on a host of its own (tests/netns.py): the address it registers with.
     ip: str | None = None
+    # A command the node's `ray start` runs under: `ip netns exec <ns>` (its host, with `ip`),
+    # `prlimit --nofile=1024:1024` (a limit every process of the node inherits).
     command_prefix: list[str] = field(default_factory=list)
 
 
@@ -235,7 +236,7 @@ class LocalCluster:
         else:
             args += ["--address", self.address]
         args += spec.extra_args
-        args = [*spec.command_prefix, *args]  # `ip netns exec` execs: the pid stays the node's
+        args = [*spec.command_prefix, *args]  # each prefix execs: the pid stays the node's
         if spec.cgroup:  # a shell moves itself into the group, then becomes `ray start`
             args = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', spec.cgroup, *args]
         log = self.root / f"node{index}.log"
@@ -356,6 +357,9 @@ def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalClu
 def demo() -> int:
     """Start a 3-node cluster, run `rldoctor check` against it, stop it whatever happens."""
     cluster = three_nodes()
+    limited = shutil.which("prlimit") is not None
+    if limited:  # a common systemd and container default: RLD107 warns about it
+        cluster.specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
 
     def on_signal(signum, frame):
         cluster.stop()
@@ -363,7 +367,8 @@ def demo() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root} ...", flush=True)
+    print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root}"
+          + (", the head under `prlimit --nofile=1024:1024`" if limited else "") + " ...", flush=True)
     started = time.monotonic()
     try:
         cluster.start()

@@ -1,12 +1,14 @@
 """A user's RLlib PPO job, run as its own driver process against a test cluster.
 
     python tests/ppo_job.py --address HOST:PORT [--runners N] [--iterations N]
-                            [--hang-runner I] [--nan-rewards] [--lr LR]
+                            [--hang-runner I] [--crash-runner I] [--nan-rewards] [--lr LR]
                             [--no-restarts] [--tune DIR --name NAME] [--step-ms MS]
 
 What on-call engineers meet on real clusters, made on purpose:
 - `--hang-runner I`: env runner I's env blocks forever inside `step()` after a few
   steps (a stuck simulator);
+- `--crash-runner I`: env runner I's env prints an error to stderr and exits with code 17
+  after a few steps (a simulator that drops its connection);
 - `--no-restarts`: failed env runners are not restarted and their failures ignored
   (RLlib goes on with fewer runners);
 - `--nan-rewards`: the env returns NaN rewards;
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import sys
 import time
 
@@ -33,6 +36,8 @@ class UserCartPole(gym.Env):
         self.observation_space = self.inner.observation_space
         self.action_space = self.inner.action_space
         self.hang = config.get("hang_runner") == getattr(config, "worker_index", None)
+        self.crash = (config.get("crash_runner") == getattr(config, "worker_index", None)
+                      and config.get("crash_runner") is not None)
         self.nan = bool(config.get("nan_rewards"))
         self.step_s = float(config.get("step_ms", 0)) / 1000
         self.steps = 0
@@ -44,6 +49,10 @@ class UserCartPole(gym.Env):
         self.steps += 1
         if self.hang and self.steps > 50:
             wait_for_the_simulator()
+        if self.crash and self.steps > 50:
+            print("simulator.step() failed: the simulator closed the connection; giving up",
+                  file=sys.stderr, flush=True)
+            os._exit(17)
         if self.step_s:
             time.sleep(self.step_s)
         obs, reward, terminated, truncated, info = self.inner.step(action)
@@ -62,6 +71,7 @@ def make_config(args):
     config = (
         PPOConfig()
         .environment("user_cartpole", env_config={"hang_runner": args.hang_runner,
+                                                  "crash_runner": args.crash_runner,
                                                   "nan_rewards": args.nan_rewards,
                                                   "step_ms": args.step_ms})
         .env_runners(num_env_runners=args.runners, num_cpus_per_env_runner=args.runner_cpus,
@@ -83,6 +93,8 @@ def main() -> int:
     parser.add_argument("--runner-cpus", type=float, default=1)
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--hang-runner", type=int, default=None)
+    parser.add_argument("--crash-runner", type=int, default=None,
+                        help="that runner's env prints an error and exits with code 17")
     parser.add_argument("--nan-rewards", action="store_true")
     parser.add_argument("--no-restarts", action="store_true")
     parser.add_argument("--lr", type=float, default=1e-3)

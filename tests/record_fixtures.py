@@ -244,11 +244,54 @@ def record_ports_closed() -> None:
             collect(cluster, "ports-closed")
 
 
+def record_node_faults() -> None:
+    """node-faults: the head under a 1024 open-files limit, node 2's temp dir on a full tmpfs,
+    an actor (on node 1) and a job whose pip runtime_env fails (tests/test_e2e_node_faults.py)."""
+    from node_faults import SmallTmpfs, actor_needing, submit_job_needing
+
+    with SmallTmpfs(64) as disk:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"},
+                          env={"RUNTIME_ENV_RETRY_TIMES": "1"}) for _ in range(3)]
+        specs[0].command_prefix = ["prlimit", "--nofile=1024:1024"]
+        specs[2].extra_args = ["--temp-dir", str(disk.path)]
+        with LocalCluster(specs) as cluster:
+            disk.fill_to(0.97)
+            submit_job_needing(cluster, "rldoctor-no-such-package-xyz", "needs-a-package")
+            actor_needing(cluster, cluster.nodes[1].node_id, "rldoctor-no-such-package-abc",
+                          {"API_TOKEN": "not-for-the-fixture"})
+            time.sleep(10)  # the job fails on its own clock
+            collect(cluster, "node-faults")
+
+
+def record_workers_not_starting() -> None:
+    """workers-not-starting: node 2's workers hang at start (tests/test_e2e_workers_not_starting.py)."""
+    from node_faults import hang_site
+
+    with tempfile.TemporaryDirectory() as tmp:
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+        specs[2].env.update({"PYTHONPATH": hang_site(Path(tmp)),
+                             "RAY_worker_register_timeout_seconds": "5"})
+        specs[2].resources = {"hung_node": 1}
+        with LocalCluster(specs) as cluster:
+            driver = subprocess.Popen(
+                [sys.executable, "-c", f"import ray, time\nray.init(address={cluster.address!r})\n"
+                 "@ray.remote(num_cpus=0, resources={'hung_node': 0.1})\ndef never_runs():\n"
+                 "    return 1\nref = never_runs.remote()\ntime.sleep(600)"], env=cluster.client_env(), stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                time.sleep(15)
+                collect(cluster, "workers-not-starting")
+            finally:
+                driver.kill()
+                driver.wait()
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
              "network-delayed": record_network_delayed, "trainings": record_trainings,
              "runs": record_runs, "auth-off-exposed": record_auth_off_exposed,
-             "ports-closed": record_ports_closed}
+             "ports-closed": record_ports_closed, "node-faults": record_node_faults,
+             "workers-not-starting": record_workers_not_starting}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

@@ -27,6 +27,7 @@ def _files_for(finding, snap, bundle: dict, actors: dict) -> list[str]:
         pids.append((actors[ident][0], actors[ident][1]))
     if isinstance(evidence.get("node_id"), str):
         node_ids.append(evidence["node_id"])
+    node_ids += [n for n in evidence.get("nodes") or [] if isinstance(n, str)]  # RLD404
     for actor_id in [evidence.get("actor_id")] + list(evidence.get("actor_ids") or []):
         if actor_id in actors:
             pids.append(actors[actor_id])

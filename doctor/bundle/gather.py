@@ -98,7 +98,7 @@ class Gatherer:
                     ("jobs", _list_jobs), ("running", lambda a: _list_running(a, own_job)),
                     ("envs", _list_runtime_envs))}
             logs = [pool.submit(self._node_logs, route, node, dead_workers.get(node["node_id"], []),
-                                deadline) for node in alive]
+                                deadline, _own_logs(doc, node["node_id"])) for node in alive]
             hosts = self._ask_nodes(fleet, alive, "host facts",
                                     lambda n: (onnode.host_details, _session_dir(doc, n["node_id"])))
             jobs = self._state_result(futures.get("jobs"), "jobs", "cluster/jobs.json", state_api)
@@ -160,7 +160,12 @@ class Gatherer:
                 driver["node_id"] = by_ip[driver["ip"]][0]
 
     # -- logs, one thread per node ------------------------------------------------------------
-    def _node_logs(self, route, node: dict, dead_workers: list[dict], deadline) -> None:
+    def _node_logs(self, route, node: dict, dead_workers: list[dict], deadline,
+                   own: tuple[str, ...] = ()) -> None:
+        """The node's Ray logs and the logs of its recently dead workers (those first: a
+        crashed worker's last lines are the most specific evidence there is). `own` names the
+        files the node's own raylet, GCS and runtime env agent hold open (raylet.2.out where
+        several nodes share one log folder), read too."""
         node_id = node["node_id"]
         base = f"{node_dir(node_id)}/logs"
         if route is None:
@@ -174,8 +179,7 @@ class Gatherer:
             self._done(Item("log", "log listing", node_id=node_id).fail(
                 f"{exc}", time.perf_counter() - started))
             return
-        wanted = [(name, f"{base}/{name}", LOG_LINES, LOG_MAX_BYTES, {})
-                  for name in NODE_LOGS + (HEAD_LOGS if node.get("is_head") else ()) if name in present]
+        wanted = []
         for worker in dead_workers:
             for name in sorted(present):
                 if worker["worker_id"] in name and name.endswith((".err", ".out", ".log")):
@@ -183,6 +187,9 @@ class Gatherer:
                                    WORKER_LOG_LINES, WORKER_LOG_MAX_BYTES,
                                    {"worker_id": worker["worker_id"], "pid": worker.get("pid"),
                                     "exit_type": worker.get("exit_type")}))
+        names = NODE_LOGS + (HEAD_LOGS if node.get("is_head") else ())
+        wanted += [(name, f"{base}/{name}", LOG_LINES, LOG_MAX_BYTES, {})
+                   for name in names + tuple(n for n in own if n not in names) if name in present]
         silent = None
         for name, file, lines, max_bytes, details in wanted:
             item = Item("log", name, node_id=node_id, file=file, details=dict(details))
@@ -326,6 +333,16 @@ class Gatherer:
 
 def _session_dir(doc: dict, node_id: str) -> str | None:
     return (((doc.get("hosts") or {}).get(node_id) or {}).get("raylet") or {}).get("session_dir")
+
+
+def _own_logs(doc: dict, node_id: str) -> tuple[str, ...]:
+    """The log files a node's own Ray processes hold open, as its probe saw them (or, for a
+    node whose probe could not start, as its raylet log was found from outside)."""
+    seen = ((doc.get("hosts") or {}).get(node_id) or {}).get("ray_logs") or {}
+    names = [f.get("file") for f in seen.get("files") or [] if isinstance(f, dict)]
+    failed = ((doc.get("versions") or {}).get("failed") or {}).get(node_id) or {}
+    names += list((failed.get("ray_logs") or {}).get("files") or [])
+    return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and "/" not in n))
 
 
 def _recent_dead_workers(doc: dict) -> dict[str, list[dict]]:

@@ -113,6 +113,12 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
             fleet.confirm_silent_nodes(budget)
         except Exception as exc:  # the second look is a bonus, never a reason to fail
             record.setdefault("note", error_line(exc))
+        try:
+            from rldoctor.collect.node_logs import read_for_failed_probes
+
+            read_for_failed_probes(doc, fleet, time.monotonic() + budget.left(3.0))
+        except Exception as exc:  # Ray's words are a bonus too
+            record.setdefault("note", error_line(exc))
     for section, split in (("versions", versions.versions_section), ("hosts", versions.hosts_section)):
         doc["collectors"][section] = dict(record)
         if record["status"] == "ok":
@@ -122,7 +128,7 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
 def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
-    from rldoctor.collect import actors, demands, training
+    from rldoctor.collect import actors, demands, runtime_envs, training
 
     cluster = doc.get("cluster")
     listed = pool.submit(_run_section, doc, "actors",
@@ -134,6 +140,7 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
     side = [listed] + [pool.submit(_run_section, doc, name, func) for name, func in (
         ("demands", lambda: demands.collect(conn, budget, cluster)),
         ("workers", lambda: actors.collect_workers(conn, budget, cluster, own_workers)),
+        ("runtime_envs", lambda: runtime_envs.collect(conn, budget, cluster)),
     )]
     return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"))
 
@@ -207,7 +214,7 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
             pings = RayletPings(doc.get("nodes"))
             timing["probes_started_s"] = budget.elapsed()
             _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
-            with ThreadPoolExecutor(max_workers=4) as pool:
+            with ThreadPoolExecutor(max_workers=5) as pool:
                 side, sources = submit_state_api_sections(pool, doc, conn, budget)
                 silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
                           f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}

@@ -18,6 +18,21 @@ OWN_NAMESPACE_PREFIX = "rldoctor-"
 BAD_EXITS = ("SYSTEM_ERROR", "NODE_OUT_OF_MEMORY", "USER_ERROR")
 
 
+RUNTIME_ENV_FAILED = "runtime_env_failed_context"
+
+
+def _runtime_env_summary(serialized) -> dict:
+    """What an actor's runtime_env asked to build (never its env_vars values)."""
+    import json
+
+    from rldoctor.collect.probes import runtime_env_summary
+
+    try:
+        return runtime_env_summary(json.loads(serialized or "{}"))
+    except ValueError:
+        return {}
+
+
 def _require_state_api(cluster: dict | None) -> str:
     address = state_api_address(cluster)
     if not address:
@@ -74,6 +89,10 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
             "death_cause": _death_cause(a.death_cause),
             "required_resources": dict(a.required_resources or {}),
         })
+        if items[-1]["death_cause"] and items[-1]["death_cause"]["kind"] == RUNTIME_ENV_FAILED:
+            items[-1]["death_cause"]["message"] = str(  # pip's own error is at its end
+                (a.death_cause or {}).get(RUNTIME_ENV_FAILED, {}).get("error_message") or "")[-3000:]
+            items[-1]["runtime_env"] = _runtime_env_summary(a.serialized_runtime_env)
     _add_pid_history(address, budget, items)
     return {"items": items, "listed": len(rows), "total": total,
             "truncated": len(rows) < total or len(rows) >= MAX_ROWS,

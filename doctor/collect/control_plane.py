@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from rldoctor.collect import error_line
 
 PING_DEADLINE_S = 2.0
+# `_system_config` entries a check needs, kept from each raylet's answer (never the rest).
+KEPT_SYSTEM_CONFIG = ("local_fs_capacity_threshold",)
 LATE_DEADLINE_S = 6.0
 MAX_PARALLEL = 16
 
@@ -38,12 +40,12 @@ class RayletPings:
                          for node_id, where in self.targets.items()}
 
     @staticmethod
-    def _ping(ip: str, port: int) -> float:
+    def _ping(ip: str, port: int) -> tuple[float, dict]:
         from rldoctor.collect.private import raylet_ping
 
         started = time.perf_counter()
-        raylet_ping(ip, port, LATE_DEADLINE_S)
-        return (time.perf_counter() - started) * 1000
+        config = raylet_ping(ip, port, LATE_DEADLINE_S)
+        return (time.perf_counter() - started) * 1000, _kept_config(config)
 
     def silent(self) -> set[str]:
         """The nodes whose raylet has not answered within PING_DEADLINE_S of the start."""
@@ -66,9 +68,22 @@ class RayletPings:
                 out[node_id] = {"error": error_line(future.exception(), 200), "rpc": "GetSystemConfig",
                                 "refused": _refused(future.exception())}
             else:
-                out[node_id] = {"ms": round(future.result(), 2), "rpc": "GetSystemConfig"}
+                ms, config = future.result()
+                out[node_id] = {"ms": round(ms, 2), "rpc": "GetSystemConfig",
+                                "system_config": config}
         self._pool.shutdown(wait=False, cancel_futures=True)
         return out
+
+
+def _kept_config(text: str) -> dict:
+    """The KEPT_SYSTEM_CONFIG entries of a raylet's system config JSON ({} when unset)."""
+    import json
+
+    try:
+        config = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return {k: config[k] for k in KEPT_SYSTEM_CONFIG if isinstance(config, dict) and k in config}
 
 
 def _refused(exc: BaseException) -> bool:

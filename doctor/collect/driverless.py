@@ -76,7 +76,7 @@ def collect(doc: dict, address: str, budget, mismatch) -> None:
     raylets: dict[str, tuple[str, int]] = {}
     _run_section(doc, "nodes", lambda: _nodes(address, raylets))
     timings: dict[str, dict] = {}
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         side, sources = submit_state_api_sections(pool, doc, conn, budget)
         _run_section(doc, "object_store", lambda: _object_store(raylets, budget, timings))
         for future in side:

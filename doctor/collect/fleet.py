@@ -10,6 +10,9 @@ from __future__ import annotations
 from rldoctor.collect import error_line, probes
 
 PROBE_TIMEOUT_S = 8.0
+# Once most probes have answered, how long the rest are waited for (see Fleet._wait).
+STRAGGLER_FACTOR = 2.5
+STRAGGLER_MIN_S = 4.0
 
 
 def _rpc_error(exc: BaseException) -> str:
@@ -55,9 +58,11 @@ class Fleet:
         for node_id, why in silent.items():
             self.failed[node_id] = {"kind": "silent", "error": "not waited for: its raylet is "
                                     "not answering", "raylet": why}
+        import time
+
         wait_s = budget.left(PROBE_TIMEOUT_S)
-        ready, not_ready = (ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
-                            if pending else ([], []))
+        started = time.monotonic()
+        ready, not_ready = self._wait(pending, wait_s)
         for ref in ready:
             node_id, actor = pending[ref]
             try:
@@ -65,8 +70,37 @@ class Fleet:
                 self.actors[node_id] = actor
             except Exception as exc:  # the node died under the probe, or killed it for memory
                 self.failed[node_id] = {"kind": "error", "error": error_line(exc)}
+        waited = time.monotonic() - started
         for ref in not_ready:
-            self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {wait_s:.0f}s"}
+            self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {waited:.0f}s"
+                                            + (" (its peers answered long before)" if ready else "")}
+
+    @staticmethod
+    def _wait(pending: dict, wait_s: float) -> tuple[list, list]:
+        """Wait for the probes' answers, at most `wait_s`; once most have answered, stragglers
+        get STRAGGLER_FACTOR times the time the others took (at least STRAGGLER_MIN_S) and
+        no more: a node that cannot start a worker must not hold the whole check."""
+        import time
+
+        import ray
+
+        if not pending:
+            return [], []
+        started = time.monotonic()
+        deadline = started + wait_s
+        ready, not_ready, last_answer = [], list(pending), None
+        while not_ready:
+            now, end = time.monotonic(), deadline
+            if last_answer is not None and len(ready) >= len(pending) / 2:  # the peers answered
+                end = min(end, started + max(STRAGGLER_MIN_S,
+                                             STRAGGLER_FACTOR * (last_answer - started)))
+            if end <= now:
+                break
+            done, not_ready = ray.wait(not_ready, num_returns=1, timeout=end - now)
+            if done:
+                ready += done
+                last_answer = time.monotonic()
+        return ready, not_ready
 
     def confirm_silent_nodes(self, budget) -> None:
         """Ask the raylet of every node whose probe failed whether it still answers.

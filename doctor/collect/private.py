@@ -53,20 +53,22 @@ def resource_demands(gcs_address: str, timeout_s: float) -> dict[str, Any]:
             "cluster_constraints": constraints}
 
 
-def raylet_ping(ip: str, port: int, timeout_s: float) -> None:
+def raylet_ping(ip: str, port: int, timeout_s: float) -> str:
     """One cheap RPC to a node's raylet (GetSystemConfig); raises if it does not answer in time.
 
-    With the channel Ray's own clients use (and its auth interceptor).
+    With the channel Ray's own clients use (and its auth interceptor). Returns the raylet's
+    system config: the JSON of the `_system_config` the cluster was started with.
     """
     from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
 
     channel = init_grpc_channel(f"{ip}:{port}")
     try:
-        node_manager_pb2_grpc.NodeManagerServiceStub(channel).GetSystemConfig(
+        reply = node_manager_pb2_grpc.NodeManagerServiceStub(channel).GetSystemConfig(
             node_manager_pb2.GetSystemConfigRequest(), timeout=timeout_s)
     finally:
         channel.close()
+    return reply.system_config
 
 
 def raylet_node_stats(ip: str, port: int, timeout_s: float) -> dict[str, Any]:

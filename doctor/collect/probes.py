@@ -321,6 +321,390 @@ def raylet_settings() -> dict:
     return settings
 
 
+# The disks under a node's Ray directories (RLD305): statvfs always; what fills one only
+# when it is near full, in a walk bounded in time.
+DISK_WALK_DEADLINE_S = 0.3
+DISK_LOOK_CLOSER_FRACTION = 0.80
+DISK_TOP_ITEMS = 5
+FS_THRESHOLD_ENV = "RAY_local_fs_capacity_threshold"
+
+
+def _tree_size(path: str, deadline: float) -> tuple[int, int, bool]:
+    """(bytes, files, complete) under `path`, without following links; stops at `deadline`."""
+    import os
+    import time
+
+    total, files, stack = 0, 0, [path]
+    while stack:
+        if time.monotonic() > deadline:
+            return total, files, False
+        current = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif entry.is_file(follow_symlinks=False):
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                            files += 1
+                    except OSError:  # gone while read (a rotated log, a freed spill file)
+                        continue
+        except OSError:
+            continue
+    return total, files, True
+
+
+def _largest_entries(directory: str, deadline: float, only_files: bool = False) -> tuple[list, list]:
+    """([{name, bytes, complete}...] the DISK_TOP_ITEMS largest entries of `directory`, errors)."""
+    import os
+
+    found, errors = [], []
+    try:
+        with os.scandir(directory) as entries:
+            listed = list(entries)
+    except OSError as exc:
+        return [], [f"{directory}: {exc.strerror or exc}"]
+    for entry in listed:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if only_files:
+                    continue
+                size, files, complete = _tree_size(entry.path, deadline)
+                found.append({"name": entry.name, "bytes": size, "files": files,
+                              "complete": complete, "dir": True})
+            else:
+                found.append({"name": entry.name,
+                              "bytes": entry.stat(follow_symlinks=False).st_blocks * 512,
+                              "complete": True})
+        except OSError as exc:
+            errors.append(f"{entry.path}: {exc.strerror or exc}")
+    found.sort(key=lambda e: -e["bytes"])
+    return found[:DISK_TOP_ITEMS], errors[:5]
+
+
+def ray_dirs_here(raylet_args: list) -> dict:
+    """{role: path} of the directories this node's raylet writes: its temp dir, session dir,
+    logs, spill directory and object store fallback, from its command line."""
+    import os
+
+    flags = _flags(raylet_args)
+    dirs = {"temp_dir": flags.get("temp_dir"), "session_dir": flags.get("session_dir"),
+            "log_dir": flags.get("log_dir"), "fallback_directory": flags.get("fallback_directory")}
+    plasma = flags.get("plasma_directory")
+    if plasma and not plasma.startswith("/dev/shm"):
+        dirs["plasma_directory"] = plasma
+    spill = os.environ.get("RAY_object_spilling_directory")
+    if not spill and os.environ.get("RAY_object_spilling_config"):
+        import json
+
+        try:
+            spill = json.loads(os.environ["RAY_object_spilling_config"])["params"]["directory_path"]
+        except (ValueError, KeyError, TypeError):
+            spill = None
+    dirs["spill_directory"] = spill or flags.get("session_dir")
+    return {role: path for role, path in dirs.items() if path}
+
+
+def disk_usage_here() -> dict:
+    """The file systems under this node's Ray directories, how full each is, and (near full)
+    what fills them: old session dirs, the largest logs, spilled objects. Never raises.
+
+    {"status", "threshold_env", "filesystems": [{"paths": {role: path}, "total_bytes",
+    "free_bytes", "used_fraction", "device", "contents": {...}}], "errors", "duration_s"}.
+    `used_fraction` is Ray's own measure: 1 - available / capacity (file_system_monitor).
+    """
+    import os
+    import time
+
+    started = time.monotonic()
+    deadline = started + DISK_WALK_DEADLINE_S
+    raylet = raylet_pid()
+    args = _cmdline(raylet)
+    out = {"status": "ok", "threshold_env": os.environ.get(FS_THRESHOLD_ENV), "filesystems": [],
+           "errors": []}
+    if not args or not args[0].endswith("raylet"):
+        return {**out, "status": "unavailable", "why": "this probe is not a child of a raylet"}
+    dirs = ray_dirs_here(args)
+    by_device: dict = {}
+    for role, path in dirs.items():
+        try:
+            st, device = os.statvfs(path), os.stat(path).st_dev
+        except OSError as exc:
+            out["errors"].append(f"{role} {path}: {exc.strerror or exc}")
+            continue
+        fs = by_device.get(device)
+        if fs is None:
+            total, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+            fs = by_device[device] = {
+                "paths": {}, "device": f"{os.major(device)}:{os.minor(device)}",
+                "total_bytes": total, "free_bytes": free,
+                "used_fraction": round(1 - free / total, 4) if total else None}
+            out["filesystems"].append(fs)
+        fs["paths"][role] = path
+    for fs in out["filesystems"]:
+        if (fs["used_fraction"] or 0) >= DISK_LOOK_CLOSER_FRACTION:
+            fs["contents"] = _what_fills(fs["paths"], dirs, deadline, out["errors"])
+    if any(not part.get("complete", True) for fs in out["filesystems"]
+           for part in (fs.get("contents") or {}).get("temp_dir_entries", [])):
+        out["status"] = "partial"
+        out["why"] = f"sizes counted for {DISK_WALK_DEADLINE_S:g}s only (a huge directory)"
+    out["errors"] = out["errors"][:10]
+    out["duration_s"] = round(time.monotonic() - started, 3)
+    return out
+
+
+def _what_fills(paths: dict, dirs: dict, deadline: float, errors: list) -> dict:
+    """The largest entries of the temp dir (session dirs among them), logs and spill files."""
+    import os
+
+    contents: dict = {}
+    temp = paths.get("temp_dir")
+    if temp:
+        entries, errs = _largest_entries(temp, deadline)
+        errors += errs
+        current = os.path.basename(dirs.get("session_dir", "").rstrip("/"))
+        for entry in entries:
+            if entry["name"].startswith("session_") and entry.get("dir"):
+                entry["kind"] = "current session" if entry["name"] == current else "old session"
+        contents["temp_dir_entries"] = entries
+    logs = dirs.get("log_dir")
+    if logs and (set(paths) & {"temp_dir", "session_dir", "log_dir"}):
+        contents["largest_logs"], errs = _largest_entries(logs, deadline, only_files=True)
+        errors += errs
+    spill = paths.get("spill_directory")
+    if spill:
+        spilled = [0, 0, True]
+        try:
+            names = [n for n in os.listdir(spill) if n.startswith("ray_spilled_objects")]
+        except OSError as exc:
+            names = []
+            errors.append(f"{spill}: {exc.strerror or exc}")
+        for name in names:
+            size, files, complete = _tree_size(os.path.join(spill, name), deadline)
+            spilled = [spilled[0] + size, spilled[1] + files, spilled[2] and complete]
+        contents["spilled"] = {"bytes": spilled[0], "files": spilled[1], "complete": spilled[2]}
+    return contents
+
+
+# Open files of a node's Ray processes (RLD107): /proc/PID/limits against /proc/PID/fd.
+OPEN_FILES_DEADLINE_S = 0.3
+OPEN_FILES_WORKERS_KEPT = 10
+CONTROL_PLANE_ROLES = ("gcs", "raylet")
+
+
+def nofile_limit_of(pid: int) -> tuple:
+    """(soft, hard) "Max open files" of `pid` (None for unlimited), or (None, None)."""
+    try:
+        with open(f"/proc/{pid}/limits") as f:
+            for line in f:
+                if line.startswith("Max open files"):
+                    soft, hard = line.split()[3:5]
+                    return (None if soft == "unlimited" else int(soft),
+                            None if hard == "unlimited" else int(hard))
+    except (OSError, ValueError):
+        pass
+    return None, None
+
+
+def open_files_here() -> dict:
+    """Each Ray process of this node (GCS on the head, raylet, agents, workers): its open-files
+    limit and how many files it has open now. Never raises; a process that ends while read
+    is counted as gone.
+
+    {"status", "processes": [{"pid", "role", "name", "soft", "hard", "open"}], "workers_total",
+    "workers_left_out", "gone", "duration_s"}: every control-plane process, and the
+    OPEN_FILES_WORKERS_KEPT other processes nearest their limit.
+    """
+    import os
+    import time
+
+    started = time.monotonic()
+    deadline = started + OPEN_FILES_DEADLINE_S
+    raylet = _raylet_above(os.getpid())
+    if not raylet:
+        return {"status": "unavailable", "why": "this probe is not a descendant of a raylet",
+                "processes": []}
+    roles, commands, order = node_processes(raylet, _cmdline(raylet), deadline)
+    rows, gone, status = [], 0, "ok"
+    for pid in order:
+        if time.monotonic() > deadline and roles[pid] not in CONTROL_PLANE_ROLES:
+            status = "partial"
+            continue
+        soft, hard = nofile_limit_of(pid)
+        try:
+            count = len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            gone += 1  # it ended while read, or is not ours to read
+            continue
+        rows.append({"pid": pid, "role": roles[pid], "name": process_name(commands.get(pid) or []),
+                     "soft": soft, "hard": hard, "open": count})
+    control = [r for r in rows if r["role"] in CONTROL_PLANE_ROLES]
+    others = sorted((r for r in rows if r["role"] not in CONTROL_PLANE_ROLES),
+                    key=lambda r: -(r["open"] / r["soft"] if r["soft"] else 0))
+    out = {"status": status, "processes": control + others[:OPEN_FILES_WORKERS_KEPT],
+           "workers_total": sum(1 for r in rows if r["role"] == "worker"),
+           "processes_total": len(rows),
+           "left_out": max(0, len(others) - OPEN_FILES_WORKERS_KEPT), "gone": gone,
+           "duration_s": round(time.monotonic() - started, 3)}
+    if status == "partial":
+        out["why"] = f"stopped reading workers after {OPEN_FILES_DEADLINE_S:g}s"
+    return out
+
+
+# What Ray's own logs on this node say (RLD106, RLD107, RLD404): the tails of the log files
+# its raylet, GCS and runtime env agent hold open, matched against Ray's own words.
+LOG_TAIL_BYTES = 256 * 1024
+RAY_LOG_PATTERNS = {
+    "workers_not_registered": "have not registered within the timeout",
+    "no_available_ports": "No available ports",
+    "too_many_open_files": "Too many open files",
+    "disk_over_capacity": "Object creation will fail if spilling is required",
+}
+RUNTIME_ENV_FAILED = "Failed to create runtime env"
+LOG_LINES_KEPT = 3
+
+
+def _open_logs_of(pid: int) -> list:
+    """The .out/.log/.err files process `pid` holds open (its own logs)."""
+    import os
+
+    found = []
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("/") and link.endswith((".out", ".log", ".err")) and link not in found:
+            found.append(link)
+    return found
+
+
+def tail_of(path: str, max_bytes: int = LOG_TAIL_BYTES) -> tuple:
+    """(the last `max_bytes` of a file as text, None) or ("", why it could not be read).
+    A file that rotates or shrinks while read gives what was there."""
+    import os
+
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_bytes))
+            data = f.read(max_bytes)
+    except OSError as exc:
+        return "", f"{os.path.basename(path)}: {exc.strerror or exc}"
+    text = data.decode("utf-8", errors="replace")
+    if size > max_bytes:  # the first line was cut
+        text = text.partition("\n")[2]
+    return text, None
+
+
+def log_signals(text: str) -> dict:
+    """{signal: {"count", "lines": the last LOG_LINES_KEPT lines}} of RAY_LOG_PATTERNS in `text`."""
+    found: dict = {}
+    for line in text.splitlines():
+        for key, words in RAY_LOG_PATTERNS.items():
+            if words in line:
+                entry = found.setdefault(key, {"count": 0, "lines": []})
+                entry["count"] += 1
+                entry["lines"] = (entry["lines"] + [line.strip()[:400]])[-LOG_LINES_KEPT:]
+    return found
+
+
+def runtime_env_failures(text: str) -> list:
+    """Each "Failed to create runtime env" of a runtime env agent's log, with what it was
+    asked to build (pip packages, conda, working_dir, never env_vars) and pip's (or conda's)
+    last error line. The newest last."""
+    import json
+    import re
+
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+    failures, current = [], None
+    for line in text.splitlines():
+        if RUNTIME_ENV_FAILED in line:
+            current = {"at": line[:19] if stamp.match(line) else None, "what": {}, "reason": None}
+            raw = line.split(RUNTIME_ENV_FAILED, 1)[1].strip().rstrip(".")
+            try:
+                env = json.loads(raw)
+            except ValueError:
+                env = {}
+            current["what"] = runtime_env_summary(env)
+            failures.append(current)
+        elif current is not None and stamp.match(line) and "giving up" in line:
+            current["gave_up"] = True
+            current = None
+        elif current is not None and line.strip().startswith(("ERROR:", "error:")):
+            current["reason"] = line.strip()[:400]
+        elif current is not None and not current["reason"] and (
+                "Exception" in line or "Error" in line) and not line.startswith(" "):
+            current["error"] = line.strip()[:400]
+    return failures[-20:]
+
+
+def runtime_env_summary(env) -> dict:
+    """What a runtime_env asks to build, safe to print: pip and conda packages, working_dir
+    and py_modules locations, the keys present. Never env_vars values."""
+    if not isinstance(env, dict):
+        return {}
+    out: dict = {"keys": sorted(k for k in env if not k.startswith("_"))}
+    pip = env.get("pip")
+    if isinstance(pip, dict):
+        pip = pip.get("packages")
+    if isinstance(pip, list):
+        out["pip"] = [str(p)[:200] for p in pip[:50]]
+    elif isinstance(pip, str):
+        out["pip"] = [pip[:200]]
+    conda = env.get("conda")
+    if isinstance(conda, (str, dict)):
+        out["conda"] = conda[:200] if isinstance(conda, str) else sorted(conda)[:10]
+    for key in ("working_dir", "py_modules"):
+        if isinstance(env.get(key), str):
+            out[key] = env[key][:300]
+    return out
+
+
+def ray_logs_here() -> dict:
+    """Ray's own words on this node: RAY_LOG_PATTERNS in the tails of the logs its raylet and
+    (on the head) GCS hold open, and the runtime env agent's failures. Never raises."""
+    import os
+    import time
+
+    started = time.monotonic()
+    out = {"status": "ok", "signals": {}, "runtime_env_failures": [], "files": [], "errors": []}
+    raylet = _raylet_above(os.getpid())
+    if not raylet:
+        return {**out, "status": "unavailable", "why": "this probe is not a descendant of a raylet"}
+    roles, _, order = node_processes(raylet, _cmdline(raylet), started + OPEN_FILES_DEADLINE_S)
+    for pid in order:
+        role = roles[pid]
+        if role not in ("raylet", "gcs", "runtime_env_agent"):
+            continue
+        for path in _open_logs_of(pid):
+            name = os.path.basename(path)
+            if role == "runtime_env_agent" and not name.startswith("runtime_env_agent"):
+                continue  # the agent's inherited stdout and stderr are the raylet's files
+            if name.endswith(".log") and role != "runtime_env_agent":
+                continue
+            text, error = tail_of(path)
+            if error:
+                out["errors"].append(error)
+                continue
+            out["files"].append({"role": role, "file": name})
+            if role == "runtime_env_agent":
+                out["runtime_env_failures"] += runtime_env_failures(text)
+            else:
+                for key, found in log_signals(text).items():
+                    found["file"] = name
+                    out["signals"].setdefault(key, found)
+    out["duration_s"] = round(time.monotonic() - started, 3)
+    return out
+
+
 # What listens on a node: its own socket table, limited to the node's Ray processes.
 LISTENING_DEADLINE_S = 2.0
 MAX_LISTENING = 256  # sockets kept per node; a node with more says how many were left out
@@ -461,34 +845,18 @@ def host_addresses() -> list:
     return found[:32]
 
 
-def listening_here() -> dict:
-    """The TCP ports this node's Ray processes listen on, read from the node's own /proc.
+def node_processes(raylet: int, raylet_args: list, deadline: float) -> tuple[dict, dict, list]:
+    """This node's Ray processes: ({pid: role}, {pid: command line}, pids in breadth-first order).
 
-    The node's processes are its raylet and everything below it (workers, the dashboard
-    agent, the runtime env agent) and, on the head, the GCS, dashboard, Ray Client server
-    and autoscaler of the same session. Nothing is sent anywhere: this reads
-    /proc/net/tcp{,6}, which sockets each of those processes holds (/proc/PID/fd), and
-    their command lines (kept only as a short name, never their arguments).
+    The raylet and everything below it (workers, the dashboard agent, the runtime env
+    agent) and, on the head, the GCS, dashboard, Ray Client server and autoscaler of the
+    same session (told apart from another cluster's by the session dir or GCS address).
+    The head's services are looked for until `deadline` (time.monotonic()).
     """
     import os
     import time
 
-    started = time.monotonic()
-    deadline = started + LISTENING_DEADLINE_S
-    out = {"status": "ok", "sockets": [], "host_addresses": host_addresses(),
-           "tls": os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true")}
-    raylet = _raylet_above(os.getpid())
-    if not raylet:
-        return {**out, "status": "unavailable",
-                "why": "this probe is not a descendant of a raylet on its node"}
-    raylet_args = _cmdline(raylet)
     flags = _flags(raylet_args)
-    out["node_ip"] = flags.get("node_ip_address")
-    try:
-        low, high = int(flags.get("min_worker_port", "")), int(flags.get("max_worker_port", ""))
-        out["worker_ports"] = [low, high] if low and high else None
-    except ValueError:
-        out["worker_ports"] = None
     children, commands = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -520,6 +888,38 @@ def listening_here() -> dict:
                                    else parent)
             commands[child] = args
             order.append(child)
+    return roles, commands, order
+
+
+def listening_here() -> dict:
+    """The TCP ports this node's Ray processes listen on, read from the node's own /proc.
+
+    The node's processes are its raylet and everything below it (workers, the dashboard
+    agent, the runtime env agent) and, on the head, the GCS, dashboard, Ray Client server
+    and autoscaler of the same session. Nothing is sent anywhere: this reads
+    /proc/net/tcp{,6}, which sockets each of those processes holds (/proc/PID/fd), and
+    their command lines (kept only as a short name, never their arguments).
+    """
+    import os
+    import time
+
+    started = time.monotonic()
+    deadline = started + LISTENING_DEADLINE_S
+    out = {"status": "ok", "sockets": [], "host_addresses": host_addresses(),
+           "tls": os.environ.get("RAY_USE_TLS", "").lower() in ("1", "true")}
+    raylet = _raylet_above(os.getpid())
+    if not raylet:
+        return {**out, "status": "unavailable",
+                "why": "this probe is not a descendant of a raylet on its node"}
+    raylet_args = _cmdline(raylet)
+    flags = _flags(raylet_args)
+    out["node_ip"] = flags.get("node_ip_address")
+    try:
+        low, high = int(flags.get("min_worker_port", "")), int(flags.get("max_worker_port", ""))
+        out["worker_ports"] = [low, high] if low and high else None
+    except ValueError:
+        out["worker_ports"] = None
+    roles, commands, order = node_processes(raylet, raylet_args, deadline)
     listeners = _tcp_listeners()
     owners, unreadable = {}, 0
     for pid in order:
@@ -566,12 +966,19 @@ def listening_here() -> dict:
     return out
 
 
+def node_limits_here() -> dict:
+    """The disks, open-files limits and Ray's own log lines of this node (RLD305, RLD107,
+    RLD106, RLD404): host sections of their own, each never raising."""
+    return {"disk": disk_usage_here(), "open_files": open_files_here(), "ray_logs": ray_logs_here()}
+
+
 def node_facts() -> dict:
     """Everything one probe learns about the node it runs on."""
     import ray
 
     return {"node_id": ray.get_runtime_context().get_node_id(),
-            "versions": versions_here(), "host": {**host_here(), "listening": listening_here()}}
+            "versions": versions_here(), "host": {**host_here(), "listening": listening_here(),
+                                                  **node_limits_here()}}
 
 
 PY_SPY_MAX_BYTES = 512 * 1024  # a dump of a process with hundreds of threads stays bounded

@@ -2,7 +2,8 @@
 
 Fills two snapshot sections: `versions` (Ray, Python, RLlib, torch, gymnasium on
 the driver and every node) and `hosts` (memory, kernel OOM kills, Ray's memory
-monitor settings, object store placement, /dev/shm).
+monitor settings, object store placement, /dev/shm, the listening ports, and the disks,
+open-files limits and Ray's own log lines of probes.node_limits_here).
 """
 
 from __future__ import annotations

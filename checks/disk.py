@@ -1,0 +1,125 @@
+"""A node's temp, log and spill file systems against Ray's local_fs_capacity_threshold: RLD305."""
+
+from __future__ import annotations
+
+from rldoctor.registry import check, fail, warn
+
+MiB = 2**20
+RAY_DEFAULT_THRESHOLD = 0.95  # RayConfig local_fs_capacity_threshold
+_ROLE_WORDS = {"temp_dir": "temp dir", "session_dir": "session dir", "log_dir": "logs",
+               "spill_directory": "spill dir", "fallback_directory": "object store fallback",
+               "plasma_directory": "object store"}
+
+
+def _size(value) -> str:
+    value = value or 0
+    return f"{value / MiB:.1f} MiB" if value < 10 * 2**30 else f"{value / 2**30:.1f} GiB"
+
+
+def threshold_of(snap, node_id: str, disk: dict) -> tuple[float, str]:
+    """(threshold, where it came from): the cluster's _system_config as the node's raylet gave
+    it, else RAY_local_fs_capacity_threshold in the node's environment, else Ray's default."""
+    ping = ((snap.get("control_plane") or {}).get("raylets") or {}).get(node_id) or {}
+    config = (ping.get("system_config") or {}).get("local_fs_capacity_threshold")
+    if isinstance(config, (int, float)):
+        return float(config), "_system_config (from the node's raylet)"
+    try:
+        if disk.get("threshold_env"):
+            return float(disk["threshold_env"]), "RAY_local_fs_capacity_threshold on the node"
+    except ValueError:
+        pass
+    return RAY_DEFAULT_THRESHOLD, "Ray's default"
+
+
+def _what_fills(contents: dict) -> list[str]:
+    parts = []
+    for entry in contents.get("temp_dir_entries") or []:
+        kind = entry.get("kind") or ("dir" if entry.get("dir") else "file")
+        more = "" if entry.get("complete", True) else " (at least: counted in bounded time)"
+        parts.append(f"{entry['name']} ({kind}) {_size(entry['bytes'])}{more}")
+    logs = contents.get("largest_logs") or []
+    if logs:
+        parts.append("largest logs: " + ", ".join(f"{e['name']} {_size(e['bytes'])}" for e in logs[:3]))
+    spilled = contents.get("spilled") or {}
+    if spilled.get("bytes"):
+        parts.append(f"spilled objects {_size(spilled['bytes'])} in {spilled['files']} file(s)")
+    return parts
+
+
+def _fix(paths: dict, contents: dict) -> str:
+    old = [e["name"] for e in contents.get("temp_dir_entries") or [] if e.get("kind") == "old session"]
+    temp = paths.get("temp_dir") or paths.get("session_dir") or "the temp dir"
+    steps = []
+    if old:
+        steps.append(f"delete the old session dirs in {temp} ({', '.join(old[:3])}): only the "
+                     "current session (session_latest points to it) is in use")
+    steps.append("delete rotated logs (`*.1.out` ... and logs/old/) of the current session; bound the "
+                 "rest with RAY_ROTATION_MAX_BYTES and RAY_ROTATION_BACKUP_COUNT on `ray start` "
+                 "(gcs_server.out is not rotated by Ray: logrotate with copytruncate)")
+    steps.append("spilled objects go when the ObjectRefs holding them are released (RLD302); never "
+                 "delete spill files of a running session by hand")
+    steps.append("stray files that are not Ray's (the largest entries above) are yours to remove")
+    return ("Free space now, then move Ray's writes to a volume of their own. Safe to delete: "
+            + "; ".join(steps) + ". For good: start the node with `ray start --temp-dir=/mnt/big/ray` "
+            "(per node) and spill elsewhere with `ray start --object-spilling-directory=/mnt/big/spill` "
+            "(or `_system_config={\"object_spilling_config\": ...}` on the head); raising "
+            "`local_fs_capacity_threshold` only postpones the OutOfDiskError.")
+
+
+@check("RLD305", "disk-pressure", area="memory", requires=("hosts",), params={"warn_margin": 0.10})
+def disk_pressure(snap, params):
+    """A node's temp, log or spill file system near or over Ray's local_fs_capacity_threshold.
+
+    Symptom:
+        The raylet logs "... is over 95% full, available space: ...; capacity: .... Object
+        creation will fail if spilling is required."; tasks fail with
+        `ray.exceptions.OutOfDiskError: Local disk is full`; logs stop being written; a
+        node that spills objects stalls.
+
+    Cause:
+        Ray writes everything of a node under its temp dir (/tmp/ray by default): session dirs
+        of earlier runs that nobody deleted, worker and GCS logs that grow without rotation,
+        objects spilled from a full object store (kept until every reference is released),
+        and the object store's fallback files. Above `local_fs_capacity_threshold` (0.95 by
+        default; read from the cluster, not assumed) of its file system, Ray refuses to create
+        objects that would need spilling.
+
+    Fix:
+        The evidence lists what fills the file system, with sizes. Delete old `session_*`
+        dirs (never the current one) and rotated logs; release the ObjectRefs that keep
+        spilled objects. Then move the temp dir (`ray start --temp-dir`, per node) or the spill
+        dir (`--object-spilling-directory`) to a volume of its own, and bound logs with
+        RAY_ROTATION_MAX_BYTES / RAY_ROTATION_BACKUP_COUNT.
+    """
+    for node_id, host in sorted((snap["hosts"] or {}).items()):
+        disk = host.get("disk") or {}
+        if not disk.get("filesystems"):
+            continue
+        threshold, source = threshold_of(snap, node_id, disk)
+        node = snap.node(node_id) or {}
+        where = f"node {node_id[:12]} ({node.get('ip', '?')})"
+        raylet_said = ((host.get("ray_logs") or {}).get("signals") or {}).get("disk_over_capacity")
+        for fs in disk["filesystems"]:
+            used = fs.get("used_fraction")
+            if used is None or used < threshold - params["warn_margin"]:
+                continue
+            over = used >= threshold
+            roles = ", ".join(_ROLE_WORDS.get(r, r) for r in fs["paths"])
+            first = next(iter(fs["paths"].values()))
+            contents = fs.get("contents") or {}
+            fills = _what_fills(contents)
+            message = (f"the file system of the {roles} ({first}) on {where} is {used:.1%} full "
+                       f"({_size(fs.get('free_bytes'))} free of {_size(fs.get('total_bytes'))}), "
+                       + (f"over Ray's local_fs_capacity_threshold {threshold:g}: object creation "
+                          "fails with OutOfDiskError when spilling is needed" if over else
+                          f"close to Ray's local_fs_capacity_threshold {threshold:g}")
+                       + (f". What fills it: {'; '.join(fills)}" if fills else ""))
+            if raylet_said:
+                message += f'. The raylet says ({raylet_said["count"]}x): "{raylet_said["lines"][-1][-240:]}"'
+            evidence = {"node_id": node_id, "paths": fs["paths"], "device": fs.get("device"),
+                        "total_bytes": fs.get("total_bytes"), "free_bytes": fs.get("free_bytes"),
+                        "used_fraction": used, "threshold": threshold, "threshold_source": source,
+                        "contents": contents, "raylet_log": raylet_said,
+                        "errors": disk.get("errors") or [], "probe_status": disk.get("status")}
+            yield (fail if over else warn)(f"node:{node_id}", message, evidence,
+                                           _fix(fs["paths"], contents))
