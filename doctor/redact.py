@@ -59,7 +59,9 @@ _SECRET_PART = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECA
 _DESCRIPTIVE = {"mode", "modes", "enabled", "disabled", "type", "kind", "method", "methods",
                 "required", "use", "path", "file", "dir", "source", "count", "name", "names",
                 "len", "length", "size", "url", "uri", "endpoint", "host", "port", "expiry",
-                "expires", "ttl", "provider", "set", "present", "configured", "env", "var"}
+                "expires", "ttl", "provider", "set", "present", "configured", "env", "var",
+                # an exception's name (KeyError: 'num_workers', AuthenticationError: ...)
+                "error", "errors", "exception"}
 _BENIGN_WORDS = {"monkey", "donkey", "turkey", "keyboard", "keystroke", "keyword", "keywords",
                  "hotkey", "author", "authors", "authored", "tokenizer", "tokenizers",
                  "tokenize", "tokenized", "keyed"}

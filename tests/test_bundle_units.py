@@ -136,8 +136,15 @@ def test_secret_looking_keys():
                 "Authorization", "client_secret", "aws_secret_access_key", "credentials"):
         assert is_secret_key(key), key
     for key in ("auth_mode", "authentication_mode", "auth_token_in_use", "RAY_AUTH_TOKEN_PATH",
-                "node_id", "monkey", "keyboard_layout", "secret_name", "ip", "filter_keys", "sort_keys"):
+                "node_id", "monkey", "keyboard_layout", "secret_name", "ip", "filter_keys", "sort_keys",
+                "KeyError", "AuthenticationError", "TokenException"):
         assert not is_secret_key(key), key
+
+
+def test_an_exception_named_for_keys_keeps_its_message():
+    # a traceback's last line is evidence: the missing key is what the on-call must read
+    assert redact("KeyError: 'num_workers'") == "KeyError: 'num_workers'"
+    assert redact(f"api_key: {SECRET}") == f"api_key: {MASK}"
 
 
 def test_nested_data_is_masked_and_counted():
