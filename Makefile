@@ -24,7 +24,7 @@ prometheus:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
 	  (systemctl disable --now prometheus || service prometheus stop) >/dev/null 2>&1 || true; }
 
-demo: $(STAMP)
+demo: $(STAMP) prometheus
 	$(PY) tests/localcluster.py demo
 
 test: $(STAMP) prometheus
