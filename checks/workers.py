@@ -96,7 +96,9 @@ def actor_restarts(snap, params):
         The worker process behind the actor keeps dying: the env raises or segfaults,
         the node runs out of memory, or the node itself goes away. RLlib restarts env
         runners by default (`restart_failed_env_runners=True`), so a deterministic
-        failure becomes a restart storm instead of an error.
+        failure becomes a restart storm instead of an error. An actor that someone
+        stopped with `ray.kill` is not reported: nothing restarts it any more (the
+        crashes of its workers stay in RLD403).
 
     Fix:
         Find the cause of the deaths (the last death is in the evidence; see RLD402 and
