@@ -82,7 +82,12 @@ class CollectorProcess:
             code = self._reap()
             raise RoundFailed(f"the collector process ended (exit {code}) during the round; "
                               "Ray ends a driver that loses its cluster's GCS")
-        answer = json.loads(line)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            self.stop()
+            raise RoundFailed("the collector process answered something that is not a "
+                              "snapshot; it was stopped and the next round starts a new one") from None
         if not answer.get("ok"):
             self._reap()
             raise RoundFailed(answer.get("reason") or "the round failed")
