@@ -87,10 +87,38 @@ class Watch:
             self.proc.wait()
 
 
+def cluster_cpu_seconds(cluster: LocalCluster) -> float:
+    """CPU seconds the cluster's processes (GCS, raylets, dashboard, workers, probes) used."""
+    total = 0.0
+    for pid in cluster.processes():
+        try:
+            t = psutil.Process(pid).cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            continue
+    return total
+
+
+def own_cpu_seconds(watch: "Watch") -> float:
+    total = 0.0
+    for proc in [psutil.Process(watch.proc.pid)] + psutil.Process(watch.proc.pid).children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
 def round_walls(cluster: LocalCluster, rounds: int) -> dict:
-    """Median round wall, and RSS after 5 and after `rounds` rounds, at --interval 1."""
+    """Median round wall, RSS after 5 and after `rounds` rounds, and the CPU seconds a round
+    costs the watch's processes and the cluster (over the idle cluster's own use), at
+    --interval 1."""
+    idle_cpu = cluster_cpu_seconds(cluster)
+    time.sleep(10)
+    idle_rate = (cluster_cpu_seconds(cluster) - idle_cpu) / 10
     watch = Watch(cluster, interval=1)
-    walls, rss, seen = [], {}, 0
+    walls, rss, seen, cpu = [], {}, 0, {}
     try:
         deadline = time.monotonic() + 30 + rounds * 5
         while seen < rounds and time.monotonic() < deadline:
@@ -103,10 +131,17 @@ def round_walls(cluster: LocalCluster, rounds: int) -> dict:
                     walls.append(m["rldoctor_run_duration_seconds"])
                 if seen in (5, rounds):
                     rss[seen] = watch.rss_mib()
+                    cpu[seen] = (time.monotonic(), own_cpu_seconds(watch), cluster_cpu_seconds(cluster))
         failed = int(watch.metrics().get('rldoctor_rounds_total{result="failed"}', 0))
     finally:
         watch.stop()
-    return {"rounds": seen, "failed_rounds": failed,
+    per_round = {}
+    if 5 in cpu and rounds in cpu and rounds > 5:
+        (t5, own5, cl5), (tn, ownn, cln) = cpu[5], cpu[rounds]
+        n = rounds - 5
+        per_round = {"watch_cpu_s_per_round": round((ownn - own5) / n, 3),
+                     "cluster_cpu_s_per_round": round(((cln - cl5) - idle_rate * (tn - t5)) / n, 3)}
+    return {"rounds": seen, "failed_rounds": failed, **per_round,
             "round_wall_s_median": round(statistics.median(walls), 3) if walls else None,
             "round_wall_s_max": round(max(walls), 3) if walls else None,
             "rss_mib_after_5": rss.get(5), f"rss_mib_after_{rounds}": rss.get(rounds)}
