@@ -217,7 +217,7 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    print(f"rldoctor watch: serving http://{metrics_host}:{metrics_port}/metrics, a round every "
+    print(f"rldoctor watch: serving http://{metrics_host}:{server.server_port}/metrics, a round every "
           f"{interval:g}s; stop with Ctrl-C or SIGTERM", file=sys.stderr, flush=True)
     try:
         watch.run(max_rounds)

@@ -1,6 +1,6 @@
 """The `rldoctor watch` part of `make demo`: metrics, a real Prometheus, an alert firing.
 
-On the demo's running cluster: `rldoctor watch --interval 3` (its transition log on this
+On the demo's running cluster: `rldoctor watch --interval 2` (its transition log on this
 terminal), a Prometheus server on a free port scraping it every second with the shipped
 rules (alerts/rldoctor.rules.yml), then a crash-looping actor: the RLD401 series appears,
 the page alert fires in Prometheus, the actor is stopped and both go away; SIGTERM ends
@@ -54,10 +54,10 @@ def demo_watch(cluster: LocalCluster) -> int:
     from prometheus import BINARY, PrometheusServer
 
     port = free_ports(1)[0]
-    print(f"\nrunning: rldoctor watch --address {cluster.address} --interval 3 "
+    print(f"\nrunning: rldoctor watch --address {cluster.address} --interval 2 "
           f"--metrics-port {port}   (transitions below, one JSON line each)", flush=True)
     watch = subprocess.Popen([str(BIN / "rldoctor"), "watch", "--address", cluster.address,
-                              "--interval", "3", "--metrics-port", str(port)],
+                              "--interval", "2", "--metrics-port", str(port)],
                              env=cluster.client_env(), start_new_session=True)
     prom = PrometheusServer([f"127.0.0.1:{port}"], [ROOT / "alerts" / "rldoctor.rules.yml"]) \
         if os.path.exists(BINARY) else None
@@ -74,6 +74,7 @@ def demo_watch(cluster: LocalCluster) -> int:
         print("\n/metrics now serves:\n  " + "\n  ".join(lines or ["(nothing yet)"]), flush=True)
         if prom:
             firing = _wait(lambda: [a for a in prom.alerts() if a["state"] == "firing"
+                                    and a["labels"].get("alertname") == "RldoctorFailFinding"
                                     and a["labels"].get("code") == "RLD401"], 15)
             for a in firing:
                 print(f"\nPrometheus /api/v1/alerts: {a['labels']['alertname']} {a['state']} "
