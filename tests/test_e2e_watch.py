@@ -3,7 +3,9 @@
 A crash-looping actor makes rldoctor_finding{code="RLD401"} appear within two rounds and
 the shipped alert (alerts/rldoctor.rules.yml) go pending or firing in Prometheus's own
 /api/v1/alerts, with the finding's message; stopping the fault removes the series within
-two rounds; SIGTERM ends the watch within seconds with no probe left on the cluster.
+two rounds; a worker node killed pages as RLD101 and its probe is dropped (never more
+than one probe per node); SIGTERM ends the watch within seconds with no probe left on
+the cluster.
 The tests run in file order on one cluster, one watch and one Prometheus.
 """
 
@@ -135,6 +137,26 @@ def test_stopping_the_fault_removes_the_series_within_two_rounds(watching, clust
     assert resolved and all(e["subject"].startswith("actor:") for e in resolved)
     assert wait_until(lambda: not [a for a in prom.alerts() if a["labels"].get("code") == "RLD401"],
                       3 * SCRAPE_S + 2)
+
+
+def test_a_node_lost_pages_as_rld101_and_its_probe_is_dropped(watching, cluster3):
+    watch, prom = watching
+    killed = cluster3.kill_node(2)
+    query = f'rldoctor_finding{{code="RLD101",severity="fail",subject="node:{killed}"}}'
+    assert wait_until(lambda: prom.query(query), TWO_ROUNDS_S + 5), watch.events()[-5:]
+    assert wait_until(lambda: [a for a in prom.alerts() if a["labels"].get("code") == "RLD101"
+                               and a["labels"].get("alertname") == "RldoctorFailFinding"],
+                      TWO_ROUNDS_S), prom.alerts()
+    # never more than one probe per node; once the GCS marks the node dead, its probe is gone
+    probes = []
+
+    def two_probes():
+        probes.append(float(prom.query("rldoctor_probes")[0]["value"][1]))
+        return probes[-1] == 2
+
+    assert wait_until(two_probes, 60, step_s=1), probes
+    assert max(probes) <= 3
+    assert prom.query("rldoctor_up")[0]["value"][1] == "1"
 
 
 def test_sigterm_ends_the_watch_within_seconds_with_no_probe_left(watching, cluster3):
