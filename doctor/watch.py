@@ -12,7 +12,6 @@ kills its probes) and end the watch within seconds. This process never imports r
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from datetime import datetime, timezone
 from rldoctor.errors import UsageError
 
 STOP_GRACE_S = 8.0  # the child's time to kill its probes after SIGTERM
+ANSWER_MARGIN_S = 20.0  # beyond --timeout, before a silent child is given up on
 
 
 class RoundFailed(Exception):
@@ -38,6 +38,7 @@ class CollectorProcess:
         self.timeout_s = timeout_s
         self.proc: subprocess.Popen | None = None
         self._answers: queue.Queue = queue.Queue()
+        self.gcs_address: str | None = None  # host:port the last good round joined
 
     def _start(self) -> None:
         args = [sys.executable, "-m", "rldoctor.watch_collector", "--timeout", str(self.timeout_s)]
@@ -57,7 +58,21 @@ class CollectorProcess:
         answers.put(None)  # the child is gone
 
     def snapshot(self, stop: threading.Event) -> dict:
-        """One snapshot, or RoundFailed; gives up when `stop` is set."""
+        """One snapshot, or RoundFailed; gives up when `stop` is set.
+
+        The GCS port the last round reached is tried first (a TCP connect, a few ms): a
+        head that went away fails the round at once, and the child, whose Ray driver
+        would wait a minute for that GCS, is replaced.
+        """
+        if self.gcs_address:
+            from rldoctor.collect.connect import reachable
+            from rldoctor.errors import Undiagnosable
+
+            try:
+                reachable(self.gcs_address, timeout_s=3.0)
+            except Undiagnosable as exc:
+                self.stop(grace_s=3.0)
+                raise RoundFailed(str(exc)) from None
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         try:
@@ -66,7 +81,8 @@ class CollectorProcess:
         except (BrokenPipeError, OSError):
             self._reap()
             raise RoundFailed("the collector process ended before the round") from None
-        deadline = time.monotonic() + self.timeout_s + 60  # joining plus collecting, bounded
+        wait_s = self.timeout_s + ANSWER_MARGIN_S  # joining and collecting share --timeout
+        deadline = time.monotonic() + wait_s
         while True:
             if stop.is_set():
                 raise RoundFailed("stopped")
@@ -76,7 +92,7 @@ class CollectorProcess:
             except queue.Empty:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise RoundFailed(f"no snapshot within {self.timeout_s + 60:.0f}s; the "
+                    raise RoundFailed(f"no snapshot within {wait_s:.0f}s; the "
                                       "collector was stopped and the next round starts a new one")
         if line is None:
             code = self._reap()
@@ -91,6 +107,7 @@ class CollectorProcess:
         if not answer.get("ok"):
             self._reap()
             raise RoundFailed(answer.get("reason") or "the round failed")
+        self.gcs_address = (answer["doc"].get("source") or {}).get("address") or self.gcs_address
         return answer["doc"]
 
     def _reap(self) -> int | None:
@@ -103,14 +120,14 @@ class CollectorProcess:
             proc.kill()
             return proc.wait(5)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the child (it kills its probes and leaves), SIGKILL after the grace time."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
         try:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(STOP_GRACE_S)
+            proc.wait(grace_s)
         except subprocess.TimeoutExpired:
             proc.kill()  # its probes die with its job: the driver is gone
             proc.wait(5)
@@ -229,8 +246,3 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
           file=sys.stderr, flush=True)
     return 0
 
-
-def rss_bytes(pid: int | None = None) -> int:
-    """Resident memory of a process (this one by default), from /proc."""
-    with open(f"/proc/{pid or os.getpid()}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -6,7 +6,8 @@ the shipped alert (alerts/rldoctor.rules.yml) go pending or firing in Prometheus
 two rounds; a worker node killed pages as RLD101 and its probe is dropped (never more
 than one probe per node); SIGTERM ends the watch within seconds with no probe left on
 the cluster.
-The tests run in file order on one cluster, one watch and one Prometheus.
+The tests run in file order on one cluster, one watch and one Prometheus; the last one
+kills the head of a 1-node cluster of its own under a running watch.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import pytest
 
 from conftest import RLDOCTOR, ROOT
 from faults import actor_that_crashes_three_times
-from localcluster import free_ports
+from localcluster import LocalCluster, NodeSpec, free_ports
 from prometheus import BINARY, PrometheusServer
 from test_e2e_reliability import wait_clean
+from test_watch_cli import scrape
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(not __import__("os").path.exists(BINARY),
@@ -35,11 +37,11 @@ TWO_ROUNDS_S = 2 * INTERVAL_S + SCRAPE_S + 4.0
 
 
 class Watching:
-    def __init__(self, cluster, tmp_path):
+    def __init__(self, cluster, tmp_path, interval_s: float = INTERVAL_S):
         self.port = free_ports(1)[0]
         self.log = tmp_path / "transitions.jsonl"
         self.proc = subprocess.Popen(
-            [RLDOCTOR, "watch", "--address", cluster.address, "--interval", str(INTERVAL_S),
+            [RLDOCTOR, "watch", "--address", cluster.address, "--interval", str(interval_s),
              "--metrics-port", str(self.port), "--log", str(self.log)],
             env=cluster.client_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True)
@@ -172,3 +174,25 @@ def test_sigterm_ends_the_watch_within_seconds_with_no_probe_left(watching, clus
     assert wait_clean(cluster3) == {"actors": 0, "placement_groups": 0, "tasks": 0}
     assert not [line for line in out.splitlines() if line.strip()]  # transitions went to --log
     print(f"SIGTERM to exit: {took:.1f}s")
+
+
+def test_head_gone_is_up_0_within_two_rounds_and_the_watch_goes_on(tmp_path):
+    """The head dies under a running watch: its Ray driver would wait a minute for the GCS;
+    the watch instead fails the next round at once (rldoctor_up 0, the reason logged)."""
+    with LocalCluster([NodeSpec()]) as cluster:
+        watch = Watching(cluster, tmp_path, interval_s=1.0)
+        try:
+            assert wait_until(lambda: "\nrldoctor_up 1.0" in scrape(watch.port), 60), \
+                watch.proc.poll()
+            cluster.kill_node(0)
+            killed = time.monotonic()
+            assert wait_until(lambda: "\nrldoctor_up 0.0" in scrape(watch.port), 2 * 1.0 + 8)
+            print(f"rldoctor_up 0 {time.monotonic() - killed:.1f}s after the head died")
+            failed = [e for e in watch.events() if e["event"] == "round_failed"]
+            assert failed and f"cannot reach a Ray cluster at {cluster.address}" in failed[0]["reason"]
+            time.sleep(2.5)
+            assert watch.proc.poll() is None  # it goes on trying
+            assert len([e for e in watch.events() if e["event"] == "round_failed"]) > len(failed)
+        finally:
+            watch.stop()
+        assert watch.proc.returncode == 0
