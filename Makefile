@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install netns-tools demo test test-fast clean
+.PHONY: install system-tools demo test test-fast clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,21 +16,29 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# Debian packages the tests use: Prometheus's server and promtool (`watch` and the shipped alert
+# rules), `ip` and `iptables` (the multi-host tests, as root). Idempotent: nothing to do when all
+# are there. Prometheus's own service is stopped and disabled: tests start their own server on a
+# free port with their own data dir. The namespaces of a test run are removed after it, pass or fail.
+system-tools:
+	@missing=""; \
+	for tool in promtool:prometheus prometheus:prometheus ip:iproute2 iptables:iptables; do \
+	  command -v $${tool%%:*} >/dev/null 2>&1 || missing="$$missing $${tool#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "not root: cannot install$$missing"; exit 0; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends -o DPkg::Lock::Timeout=300 $$missing || exit 1; \
+	  (systemctl disable --now prometheus || service prometheus stop) >/dev/null 2>&1 || true; \
+	fi
+
+demo: $(STAMP) system-tools
 	$(PY) tests/localcluster.py demo
 
-# The multi-host tests (tests/test_e2e_ports.py) make hosts of network namespaces and need `ip`
-# and Debian's `iptables` (as root); the namespaces of a run are removed after it, pass or fail.
-netns-tools:
-	@command -v ip >/dev/null && command -v iptables >/dev/null || { \
-	  test "$$(id -u)" = 0 || { echo "not root: the multi-host tests will be skipped"; exit 0; }; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    -o DPkg::Lock::Timeout=300 iptables iproute2; }
-
-test: $(STAMP) netns-tools
+test: $(STAMP) system-tools
 	$(PY) -m pytest; status=$$?; $(PY) tests/netns.py clean; exit $$status
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) system-tools
 	$(PY) -m pytest -m "not cluster and not slow"
 
 clean:

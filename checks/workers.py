@@ -96,7 +96,9 @@ def actor_restarts(snap, params):
         The worker process behind the actor keeps dying: the env raises or segfaults,
         the node runs out of memory, or the node itself goes away. RLlib restarts env
         runners by default (`restart_failed_env_runners=True`), so a deterministic
-        failure becomes a restart storm instead of an error.
+        failure becomes a restart storm instead of an error. An actor that someone
+        stopped with `ray.kill` is not reported: nothing restarts it any more (the
+        crashes of its workers stay in RLD403).
 
     Fix:
         Find the cause of the deaths (the last death is in the evidence; see RLD402 and
@@ -120,7 +122,8 @@ def actor_restarts(snap, params):
                    "head); look class by class with `ray list actors --detail --filter "
                    "class_name=<Class> --limit 10000`, and remove dead detached actors.")
     restarted = [a for a in actors_section.get("items") or []
-                 if a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING"]
+                 if (a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING")
+                 and not _stopped_on_purpose(a)]
     restarted.sort(key=lambda a: (-a.get("num_restarts", 0), a["actor_id"]))
     per_class: dict[str, list[dict]] = defaultdict(list)
     for actor in restarted:
@@ -137,6 +140,16 @@ def actor_restarts(snap, params):
                        f"({sum(a['num_restarts'] for a in rest)} restarts in all)",
                        {"class_name": class_name, "actor_ids": [a["actor_id"] for a in rest[:50]]},
                        fix)
+
+
+def _stopped_on_purpose(actor: dict) -> bool:
+    """A dead actor someone ended with `ray.kill`: its restarts are over, nothing restarts it.
+
+    Its workers' crashes stay visible (RLD403); an actor that died of its crashes, its
+    node or its owner is still reported.
+    """
+    cause = actor.get("death_cause") or {}
+    return actor.get("state") == "DEAD" and cause.get("reason") == "RAY_KILL"
 
 
 def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):

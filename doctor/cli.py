@@ -344,6 +344,60 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
 
 
 @main.command()
+@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto' for the cluster "
+              "on this machine. Default: $RAY_ADDRESS, then auto.")
+@click.option("--interval", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              metavar="SECONDS", help="Seconds from the start of one round to the next.")
+@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), required=True,
+              metavar="PORT", help="Serve Prometheus metrics on http://HOST:PORT/metrics.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="Interface to serve the metrics on; 0.0.0.0 for a Prometheus on another "
+              "machine.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Append the transitions (a finding opened or resolved, a round that failed) "
+              "as JSON lines to FILE instead of stdout.")
+@click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
+@click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              help="Upper bound in seconds on collecting from the cluster, per round.")
+@click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
+              show_default=True, help="A check still running after this many seconds is "
+              "abandoned and reported as error.")
+@click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
+              help="Change a check's threshold, as for `check`.")
+@IGNORE_OPTION
+@CONFIG_OPTION
+def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, timeout,
+          check_timeout, settings, ignores, config):
+    """Run the checks every interval and serve the findings as Prometheus metrics.
+
+    The same checks as `check`, against a live cluster, every --interval seconds;
+    /metrics serves rldoctor_finding{code,name,severity,subject} = 1 for each finding
+    of the latest round (gone when the finding is), rldoctor_check_status, rldoctor_up,
+    rldoctor_last_run_timestamp_seconds, rldoctor_run_duration_seconds and per-training
+    figures. Each finding that opens or resolves is one JSON line on stdout (or --log).
+    The connection and one probe per node are kept between rounds; SIGTERM or Ctrl-C
+    remove the probes and end the watch. Alert rules: alerts/rldoctor.rules.yml.
+    """
+    try:
+        from rldoctor.registry import load_registry
+
+        registry = load_registry()
+        only_codes, skip_codes = _codes(only), _codes(skip)
+        _validate_codes("--only", only_codes, registry)
+        _validate_codes("--skip", skip_codes, registry)
+        params = _check_params(settings, None)
+        _validate_params(params, registry)
+        from rldoctor.watch import run_watch
+
+        code = run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,
+                         skip_codes, ignores, config, params, timeout, check_timeout)
+    except RldoctorError as exc:
+        _fail(exc)
+    _exit(code)
+
+
+@main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
               show_default=True, help="text: one `path:line:col: CODE [severity] message "

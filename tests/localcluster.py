@@ -6,7 +6,7 @@ token. Stopping kills exactly the processes this cluster started: those of the
 nodes' sessions and any that carry this cluster's marker in their environment.
 Never the default ports, never another cluster's processes.
 
-    python tests/localcluster.py demo     # start 3 nodes, run `rldoctor check`, stop
+    python tests/localcluster.py demo     # start 3 nodes, run `rldoctor check` and `rldoctor watch`, stop
 """
 
 from __future__ import annotations
@@ -355,7 +355,9 @@ def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalClu
 
 
 def demo() -> int:
-    """Start a 3-node cluster, run `rldoctor check` against it, stop it whatever happens."""
+    """Start a 3-node cluster, run `rldoctor check` against it, then a PPO job with a hung
+    env runner and the check that names it, then `rldoctor watch` scraped by Prometheus while
+    a crash loop fires its alert (tests/demo_watch.py); stop it whatever happens."""
     cluster = three_nodes()
     limited = shutil.which("prlimit") is not None
     if limited:  # a common systemd and container default: RLD107 warns about it
@@ -379,6 +381,10 @@ def demo() -> int:
         print(f"\nrldoctor exited {code}", flush=True)
         if code == 0:
             code = _demo_hung_runner(cluster)
+        if code == 0:
+            from demo_watch import demo_watch
+
+            code = demo_watch(cluster)
         print(f"\nstopping the cluster ({time.monotonic() - started:.0f}s in all)", flush=True)
         return code
     finally:

@@ -47,6 +47,20 @@ def test_rld401_severity(restarts, state, severity):
     assert finding.severity is severity
 
 
+@pytest.mark.parametrize("reason,reported", [
+    ("RAY_KILL", False), ("WORKER_DIED", True), ("OWNER_DIED", True), ("NODE_DIED", True)])
+def test_rld401_a_crash_looper_someone_stopped_with_ray_kill_is_over(reason, reported):
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)
+    actor["state"] = "DEAD"
+    actor["death_cause"] = {"kind": "actor_died_error_context", "reason": reason,
+                            "message": "The actor is dead", "never_started": False}
+    found = run(actor_restarts, data)
+    assert [f.subject for f in found] == ([f"actor:{actor['actor_id']}"] if reported else [])
+    # the workers' crashes are still there for RLD403
+    assert run(worker_crashes, data) == run(worker_crashes, FAULTS)
+
+
 def test_rld401_env_runner_fix_names_rllib_fault_tolerance_settings():
     data = copy.deepcopy(FAULTS)
     flaky(data)["class_name"] = "SingleAgentEnvRunner"

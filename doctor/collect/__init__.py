@@ -187,67 +187,102 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     `leave=False` skips ray.shutdown() (a few hundred ms) for a caller that exits right
     after: the probes are killed either way, and the driver's end ends its job.
     """
-    from rldoctor.collect import nodes, objectstore
-    from rldoctor.collect import cluster as cluster_facts
-    from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
-    from rldoctor.collect.fleet import Fleet
-
-    budget = Budget(timeout_s)
     with quiet_ray() as ray_log:
-        resolved = connect.resolve(address)
-        doc = new_document({"kind": "live", "address": resolved})
+        session = LiveSession(address, ray_log)
         try:
-            conn = connect.join(resolved, timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
-                                ray_log=ray_log)
-        except connect.VersionMismatch as exc:  # what needs no driver is still read
-            from rldoctor.collect import driverless
-
-            driverless.collect(doc, resolved, budget, exc)
-            return doc
-        doc.setdefault("notes", []).extend(conn.auth.notes)
-        timing = doc["timing"] = {"joined_s": budget.elapsed()}
-        fleet = Fleet()
-        try:
-            _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
-            # Probe workers start and every raylet is pinged while everything else is read.
-            fleet.start(_alive_ids(doc))
-            pings = RayletPings(doc.get("nodes"))
-            timing["probes_started_s"] = budget.elapsed()
-            _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
-            with ThreadPoolExecutor(max_workers=5) as pool:
-                side, sources = submit_state_api_sections(pool, doc, conn, budget)
-                silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
-                          f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}
-                timing["raylets_pinged_s"] = budget.elapsed()
-                _run_section(doc, "object_store",
-                             lambda: objectstore.collect(conn, budget, doc.get("nodes"), silent))
-                _collect_from_fleet(doc, conn, budget, fleet, silent)
-                timing["probed_s"] = budget.elapsed()
-                for future in side:
-                    future.result()
-            _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
-            doc["control_plane"] = _control_plane(doc, pings)
-            doc["collectors"]["control_plane"] = {"status": "ok"}
-            timing["collected_s"] = budget.elapsed()
-            for extra in extras:
-                try:
-                    extra(conn, budget, fleet, doc)
-                except Exception as exc:
-                    doc.setdefault("notes", []).append(
-                        f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
+            return session.snapshot(timeout_s, extras)
         finally:
-            fleet.shutdown()
+            session.close(leave=leave)
+
+
+class LiveSession:
+    """A driver joined to one cluster and its probe fleet, for one snapshot or many.
+
+    `rldoctor check` takes one snapshot and closes; `rldoctor watch` keeps the session
+    (the connection and one probe per node) from round to round, so a round does not pay
+    for joining and starting probes again. `close()` kills every probe.
+    """
+
+    def __init__(self, address: str | None, ray_log: str | None = None):
+        from rldoctor.collect.fleet import Fleet
+
+        self.resolved = connect.resolve(address)
+        self.ray_log = ray_log
+        self.conn = None
+        self.fleet = Fleet()
+
+    def snapshot(self, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 extras: tuple[Callable[..., None], ...] = ()) -> dict:
+        """One snapshot (see collect_snapshot); joins the cluster on the first call."""
+        budget = Budget(timeout_s)
+        doc = new_document({"kind": "live", "address": self.resolved})
+        joined_now = self.conn is None
+        if joined_now:
+            try:
+                self.conn = connect.join(self.resolved,
+                                         timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
+                                         ray_log=self.ray_log)
+            except connect.VersionMismatch as exc:  # what needs no driver is still read
+                from rldoctor.collect import driverless
+
+                driverless.collect(doc, self.resolved, budget, exc)
+                return doc
+        doc.setdefault("notes", []).extend(self.conn.auth.notes)
+        timing = doc["timing"] = {"joined_s": budget.elapsed(), "joined_now": joined_now}
+        self._collect(doc, budget, timing, extras)
+        others = (doc.get("actors") or {}).get("other_rldoctor_runs")
+        if others:
+            doc.setdefault("notes", []).append(
+                f"{len(others)} other rldoctor run(s) were probing this cluster at the same time "
+                f"({', '.join(others)}); this run went on beside them, and any node that looked "
+                "slow was measured again, interleaved with a healthy peer, before being reported")
+        for section, reason in NOT_FROM_A_LIVE_CLUSTER.items():
+            doc["collectors"].setdefault(section, {"status": "unavailable", "reason": reason})
+        return doc
+
+    def _collect(self, doc: dict, budget: Budget, timing: dict, extras) -> None:
+        from rldoctor.collect import nodes, objectstore
+        from rldoctor.collect import cluster as cluster_facts
+        from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
+
+        conn, fleet = self.conn, self.fleet
+        _run_section(doc, "nodes", lambda: nodes.collect(conn, budget))
+        # Probe workers start and every raylet is pinged while everything else is read.
+        fleet.start(_alive_ids(doc))
+        pings = RayletPings(doc.get("nodes"))
+        timing["probes_started_s"] = budget.elapsed()
+        _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
+        with ThreadPoolExecutor(max_workers=5) as pool:
+            side, sources = submit_state_api_sections(pool, doc, conn, budget)
+            silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
+                      f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}
+            timing["raylets_pinged_s"] = budget.elapsed()
+            _run_section(doc, "object_store",
+                         lambda: objectstore.collect(conn, budget, doc.get("nodes"), silent))
+            _collect_from_fleet(doc, conn, budget, fleet, silent)
+            timing["probed_s"] = budget.elapsed()
+            for future in side:
+                future.result()
+        _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
+        doc["control_plane"] = _control_plane(doc, pings)
+        doc["collectors"]["control_plane"] = {"status": "ok"}
+        timing["collected_s"] = budget.elapsed()
+        for extra in extras:
+            try:
+                extra(conn, budget, fleet, doc)
+            except Exception as exc:
+                doc.setdefault("notes", []).append(
+                    f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
+
+    def close(self, leave: bool = True) -> None:
+        """Kill every probe; with `leave`, also disconnect (ray.shutdown)."""
+        if self.conn is None:
+            return
+        try:
+            self.fleet.shutdown()
+        finally:
             if leave:
                 connect.leave()
-    others = (doc.get("actors") or {}).get("other_rldoctor_runs")
-    if others:
-        doc.setdefault("notes", []).append(
-            f"{len(others)} other rldoctor run(s) were probing this cluster at the same time "
-            f"({', '.join(others)}); this run went on beside them, and any node that looked "
-            "slow was measured again, interleaved with a healthy peer, before being reported")
-    for section, reason in NOT_FROM_A_LIVE_CLUSTER.items():
-        doc["collectors"].setdefault(section, {"status": "unavailable", "reason": reason})
-    return doc
 
 
 # Sections a live `check` does not collect, and what fills them instead.

@@ -2,7 +2,10 @@
 
 Guests on a production cluster: no CPUs reserved, a bounded number of calls with
 hard timeouts, and every actor killed when the collection ends (they would also
-die with the driver, which is not detached).
+die with the driver, which is not detached). A fleet can serve many rounds (`rldoctor
+watch`): each `start` keeps the probes of nodes still alive, kills those of nodes gone,
+starts one for each new node, and a probe that failed a round is replaced in the next;
+there is never more than one probe per node.
 """
 
 from __future__ import annotations
@@ -28,22 +31,53 @@ def _rpc_error(exc: BaseException) -> str:
 
 class Fleet:
     def __init__(self):
-        self.actors: dict[str, object] = {}  # node id -> actor handle (answered the first call)
+        self.actors: dict[str, object] = {}  # node id -> actor handle (answered this round)
         self.facts: dict[str, dict] = {}
         self.failed: dict[str, dict] = {}
-        self._all: list = []
+        self._by_node: dict[str, object] = {}  # every probe started and not yet killed
+        self._actor_cls = None
+        self._pending: dict = {}
 
     def start(self, node_ids: list[str]) -> None:
-        """Start one probe per node and ask each for its facts; returns at once."""
+        """One probe per node (kept from the last round where it still serves) and a request
+        for each one's facts; returns at once."""
         import ray
 
-        probes.register()
-        actor_cls = ray.remote(num_cpus=0, max_restarts=0)(probes.NodeProbe)
+        self.actors.clear()
+        self.facts.clear()
+        self.failed.clear()
+        for node_id in [n for n in self._by_node if n not in set(node_ids)]:  # the node is gone
+            self._kill(self._by_node.pop(node_id))
+        if self._actor_cls is None:
+            probes.register()
+            self._actor_cls = ray.remote(num_cpus=0, max_restarts=0)(probes.NodeProbe)
         self._pending = {}
         for node_id in node_ids:
-            actor = actor_cls.options(label_selector={"ray.io/node-id": node_id}).remote()
-            self._all.append(actor)
+            actor = self._by_node.get(node_id)
+            if actor is None:
+                actor = self._actor_cls.options(label_selector={"ray.io/node-id": node_id}).remote()
+                self._by_node[node_id] = actor
             self._pending[actor.facts.remote()] = (node_id, actor)
+
+    @property
+    def probe_count(self) -> int:
+        """Probes alive or starting (at most one per node)."""
+        return len(self._by_node)
+
+    def _retire(self, node_id: str) -> None:
+        """A probe that failed its round is killed; the next round starts a fresh one."""
+        actor = self._by_node.pop(node_id, None)
+        if actor is not None:
+            self._kill(actor)
+
+    @staticmethod
+    def _kill(actor) -> None:
+        import ray
+
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:
+            pass
 
     def gather(self, budget, silent: dict[str, str] | None = None) -> None:
         """Wait for the facts, all within one deadline; a node that does not answer is noted.
@@ -51,6 +85,8 @@ class Fleet:
         Nodes in `silent` (whose raylet did not answer a ping: {node id: why}) are not
         waited for: their probes are noted as not started, with the raylet's silence.
         """
+        import time
+
         import ray
 
         silent = silent or {}
@@ -58,8 +94,6 @@ class Fleet:
         for node_id, why in silent.items():
             self.failed[node_id] = {"kind": "silent", "error": "not waited for: its raylet is "
                                     "not answering", "raylet": why}
-        import time
-
         wait_s = budget.left(PROBE_TIMEOUT_S)
         started = time.monotonic()
         ready, not_ready = self._wait(pending, wait_s)
@@ -70,10 +104,12 @@ class Fleet:
                 self.actors[node_id] = actor
             except Exception as exc:  # the node died under the probe, or killed it for memory
                 self.failed[node_id] = {"kind": "error", "error": error_line(exc)}
+                self._retire(node_id)
         waited = time.monotonic() - started
         for ref in not_ready:
             self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {waited:.0f}s"
                                             + (" (its peers answered long before)" if ready else "")}
+            self._retire(pending[ref][0])
 
     @staticmethod
     def _wait(pending: dict, wait_s: float) -> tuple[list, list]:
@@ -127,12 +163,7 @@ class Fleet:
                                        "in token mode and rldoctor joined without a token)")
 
     def shutdown(self) -> None:
-        import ray
-
-        for actor in self._all:
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
-        self._all.clear()
+        for actor in self._by_node.values():
+            self._kill(actor)
+        self._by_node.clear()
         self.actors.clear()
