@@ -72,6 +72,7 @@ class CollectorProcess:
                 reachable(self.gcs_address, timeout_s=3.0)
             except Undiagnosable as exc:
                 self.stop(grace_s=3.0)
+                self.gcs_address = None  # the next round resolves --address again (auto may move)
                 raise RoundFailed(str(exc)) from None
         if self.proc is None or self.proc.poll() is not None:
             self._start()
@@ -96,8 +97,9 @@ class CollectorProcess:
                                       "collector was stopped and the next round starts a new one")
         if line is None:
             code = self._reap()
-            raise RoundFailed(f"the collector process ended (exit {code}) during the round; "
-                              "Ray ends a driver that loses its cluster's GCS")
+            raise RoundFailed(f"the collector process ended (exit {code}) during the round "
+                              "(Ray ends a driver whose GCS is gone); the next round starts a "
+                              "new one")
         try:
             answer = json.loads(line)
         except ValueError:
@@ -133,10 +135,6 @@ class CollectorProcess:
             proc.wait(5)
         except ProcessLookupError:
             pass
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
 
 
 class Watch:
