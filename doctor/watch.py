@@ -24,6 +24,7 @@ from rldoctor.errors import UsageError
 
 STOP_GRACE_S = 8.0  # the child's time to kill its probes after SIGTERM
 ANSWER_MARGIN_S = 20.0  # beyond --timeout, before a silent child is given up on
+GCS_LOOK_S = 1.0  # while a round runs, how often the GCS port is tried
 
 
 class RoundFailed(Exception):
@@ -60,19 +61,11 @@ class CollectorProcess:
     def snapshot(self, stop: threading.Event) -> dict:
         """One snapshot, or RoundFailed; gives up when `stop` is set.
 
-        The GCS port the last round reached is tried first (a TCP connect, a few ms): a
-        head that went away fails the round at once, and the child, whose Ray driver
-        would wait a minute for that GCS, is replaced.
+        The GCS port the last round reached is tried first and every second while the
+        round runs (a TCP connect, a few ms): a head that went away fails the round at
+        once, and the child, whose Ray driver would wait a minute for that GCS, is replaced.
         """
-        if self.gcs_address:
-            from rldoctor.collect.connect import reachable
-            from rldoctor.errors import Undiagnosable
-
-            try:
-                reachable(self.gcs_address, timeout_s=3.0)
-            except Undiagnosable as exc:
-                self.stop(grace_s=3.0)
-                raise RoundFailed(str(exc)) from None
+        self._check_gcs()
         if self.proc is None or self.proc.poll() is not None:
             self._start()
         try:
@@ -83,6 +76,7 @@ class CollectorProcess:
             raise RoundFailed("the collector process ended before the round") from None
         wait_s = self.timeout_s + ANSWER_MARGIN_S  # joining and collecting share --timeout
         deadline = time.monotonic() + wait_s
+        next_look = time.monotonic() + GCS_LOOK_S
         while True:
             if stop.is_set():
                 raise RoundFailed("stopped")
@@ -90,14 +84,18 @@ class CollectorProcess:
                 line = self._answers.get(timeout=0.2)
                 break
             except queue.Empty:
+                if time.monotonic() > next_look:  # the head may die while the round runs
+                    self._check_gcs()
+                    next_look = time.monotonic() + GCS_LOOK_S
                 if time.monotonic() > deadline:
                     self.stop()
                     raise RoundFailed(f"no snapshot within {wait_s:.0f}s; the "
                                       "collector was stopped and the next round starts a new one")
         if line is None:
             code = self._reap()
-            raise RoundFailed(f"the collector process ended (exit {code}) during the round; "
-                              "Ray ends a driver that loses its cluster's GCS")
+            raise RoundFailed(f"the collector process ended (exit {code}) during the round "
+                              "(Ray ends a driver whose GCS is gone); the next round starts a "
+                              "new one")
         try:
             answer = json.loads(line)
         except ValueError:
@@ -109,6 +107,20 @@ class CollectorProcess:
             raise RoundFailed(answer.get("reason") or "the round failed")
         self.gcs_address = (answer["doc"].get("source") or {}).get("address") or self.gcs_address
         return answer["doc"]
+
+    def _check_gcs(self) -> None:
+        """RoundFailed, and the child replaced, when the GCS the last round joined is gone."""
+        if not self.gcs_address:
+            return
+        from rldoctor.collect.connect import reachable
+        from rldoctor.errors import Undiagnosable
+
+        try:
+            reachable(self.gcs_address, timeout_s=2.0)
+        except Undiagnosable as exc:
+            self.stop(grace_s=1.0)  # with its GCS gone, its probes cannot be reached anyway
+            self.gcs_address = None  # the next round resolves --address again (auto may move)
+            raise RoundFailed(str(exc)) from None
 
     def _reap(self) -> int | None:
         proc, self.proc = self.proc, None
@@ -133,10 +145,6 @@ class CollectorProcess:
             proc.wait(5)
         except ProcessLookupError:
             pass
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
 
 
 class Watch:
