@@ -16,16 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from rldoctor.collect import connect
+from rldoctor.errors import first_line
 from rldoctor.snapshot import new_document
 
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def error_line(exc: BaseException, limit: int = 300) -> str:
-    """`Type: first line of the message`, short enough for a snapshot field."""
-    text = str(exc).strip()
-    first = text.splitlines()[0][:limit] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+error_line = first_line  # `Type: first line of the message` (rldoctor.errors)
 
 
 class Budget:
