@@ -18,10 +18,11 @@ from rldoctor import __version__
 from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
 from rldoctor.model import Severity
 from rldoctor.output import write_text
+from rldoctor.lint.command import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
+from rldoctor.render import FORMATS
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
 
-FORMATS = ("table", "json", "markdown")
 
 
 def _fail(exc: RldoctorError) -> None:
@@ -399,7 +400,7 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+@click.option("--format", "fmt", type=click.Choice(LINT_FORMATS), default="text",
               show_default=True, help="text: one `path:line:col: CODE [severity] message "
               "(replacement)` a line; json: report v1 with each finding's location.")
 @click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",

@@ -13,8 +13,10 @@ import sys
 
 from rldoctor.errors import EXIT_UNDIAGNOSABLE, UsageError
 from rldoctor.model import Report, Severity
+from rldoctor.render import RENDERERS
 
-FORMATS = ("text", "json", "markdown")
+# lint's own text, then every report renderer but the cluster table (the text is lint's table)
+FORMATS = ("text",) + tuple(f for f in RENDERERS if f != "table")
 
 
 def _problem_lines(doc: dict) -> list[dict]:
@@ -46,8 +48,6 @@ def render(report: Report, problems: list[dict], fmt: str) -> str:
         from rldoctor.render.lint_text import render_lint_text
 
         return render_lint_text(report, problems)
-    from rldoctor.render import RENDERERS
-
     return RENDERERS[fmt](report)
 
 
