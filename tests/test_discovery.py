@@ -14,7 +14,7 @@ import click
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
-from rldoctor.lint.command import FORMATS as LINT_FORMATS
+from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.registry import _checks_in, builtin_checks, builtin_modules
 from rldoctor.render import FORMATS, RENDERERS
 

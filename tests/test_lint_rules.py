@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
-from rldoctor.lint.command import diagnose
+from rldoctor.commands.lint import diagnose
 
 LINT_FIXTURES = FIXTURES / "lint"
 EXPECTED = sorted(LINT_FIXTURES.glob("*/*.expected.json"))

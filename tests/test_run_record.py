@@ -1,5 +1,5 @@
 """The smoke run and a results file are one kind of run record: the same RLlib result rows,
-read on the cluster by the smoke trainer (smoke_remote.trim_result) and from a file by
+read on the cluster by the smoke trainer (smoke.remote.trim_result) and from a file by
 collect.runs.point_of, give the same return curve and the same weight-sync gaps, and RLD602
 judges both with the same lag rule."""
 
@@ -11,7 +11,7 @@ from rldoctor.checks import _runs
 from rldoctor.checks.training import stale_weights
 from rldoctor.collect.runs import point_of
 from rldoctor.registry import load_registry
-from rldoctor.smoke_remote import trim_result
+from rldoctor.smoke.remote import trim_result
 from rldoctor.snapshot import Snapshot
 
 

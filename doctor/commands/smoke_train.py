@@ -20,7 +20,8 @@ def _writable(option: str, path: str | None) -> None:
 
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                 record, lr, seed) -> int:
-    from rldoctor import smoke, smoke_report
+    from rldoctor.smoke import report as smoke_report
+    from rldoctor.smoke import run as smoke
     from rldoctor.redact import redact
     from rldoctor.registry import load_registry
     from rldoctor.render import RENDERERS

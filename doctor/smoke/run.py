@@ -14,7 +14,7 @@ with two sections that the checks in `rldoctor.checks.training` read:
     scaling  the sweep over env-runner counts (`--scaling 1,2,4`), when asked for
 
 The driver itself never imports torch or RLlib: the Algorithm lives in an actor
-(`rldoctor.smoke_remote.SmokeTrainer`), shipped by value, inside a placement group
+(`rldoctor.smoke.remote.SmokeTrainer`), shipped by value, inside a placement group
 with one bundle per env runner and strategy SPREAD.
 """
 
@@ -355,7 +355,7 @@ class _Trainer:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from rldoctor import smoke_remote
+        from rldoctor.smoke import remote as smoke_remote
 
         smoke_remote.register()
         bundles = [{"CPU": self.bundle_cpus} for _ in range(self.n + 1)]
