@@ -21,7 +21,7 @@ from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
 from rldoctor.output import write_text
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
-from rldoctor.render import FORMATS
+from rldoctor.report.render import FORMATS
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
 
 

@@ -16,7 +16,7 @@ from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.registry import _checks_in, builtin_checks, builtin_modules
-from rldoctor.render import FORMATS, RENDERERS
+from rldoctor.report.render import FORMATS, RENDERERS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -77,7 +77,7 @@ def test_fixture_gives_exactly_the_expected_findings(expected_path):
 
 
 def test_findings_come_sorted_by_path_and_line():
-    from rldoctor.render.lint_text import render_lint_text
+    from rldoctor.report.render.lint_text import render_lint_text
 
     report, problems, _ = diagnose([str(LINT_FIXTURES / "tutorial")])
     lines = [l for l in render_lint_text(report, problems).splitlines() if ": RLD8" in l]

@@ -70,7 +70,7 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
            params=None, targets=(), runs=(), ignores=(), config=None) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.diagnose import diagnose
-    from rldoctor.render import RENDERERS
+    from rldoctor.report.render import RENDERERS
     from rldoctor import snapshot as snapshots
 
     if address and from_file:
@@ -119,7 +119,7 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     muting.apply(report, mutes, mute_notes)
     write_text(RENDERERS[fmt](report), output)
     if output:
-        from rldoctor.render.text import summary_line
+        from rldoctor.report.render.text import summary_line
 
         click.echo(f"{summary_line(report)}; report written to {output}")
     return report.exit_code(Severity.parse(fail_on))

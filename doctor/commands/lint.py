@@ -13,7 +13,7 @@ import sys
 
 from rldoctor.errors import EXIT_UNDIAGNOSABLE, UsageError
 from rldoctor.model import Report, Severity
-from rldoctor.render import RENDERERS
+from rldoctor.report.render import RENDERERS
 
 # lint's own text, then every report renderer but the cluster table (the text is lint's table)
 FORMATS = ("text",) + tuple(f for f in RENDERERS if f != "table")
@@ -45,7 +45,7 @@ def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
 
 def render(report: Report, problems: list[dict], fmt: str) -> str:
     if fmt == "text":
-        from rldoctor.render.lint_text import render_lint_text
+        from rldoctor.report.render.lint_text import render_lint_text
 
         return render_lint_text(report, problems)
     return RENDERERS[fmt](report)

@@ -5,7 +5,7 @@ the same live, from a file and from a bundle. A figure whose section was not col
 is None (shown as "-"), and `not_collected` says why. The JSON report carries the whole
 overview as its top-level `cluster` section, every node included; the table and Markdown
 reports show the worst rows of a large cluster and say how many were folded
-(rldoctor.render.overview).
+(rldoctor.report.render.overview).
 
 Host memory is judged against the limit that applies: `hosts[node].memory_limit`
 ({"bytes", "used_bytes", "source"}, e.g. the raylet's cgroup) when the probe found one,
