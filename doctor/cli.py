@@ -174,7 +174,7 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
 
 def _collect_bundle(path, address, timeout, force, max_size, obfuscate) -> None:
     try:
-        from rldoctor.bundle.collect import write_bundle
+        from rldoctor.bundle.build import write_bundle
 
         done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
                             obfuscate=obfuscate, force=force)

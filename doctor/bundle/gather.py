@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from rldoctor.bundle import node_dir, onnode
 from rldoctor.bundle.logs import LogError, LogRoute, LogTimeout
 from rldoctor.bundle.manifest import Item
-from rldoctor.bundle.targets import stack_targets
+from rldoctor.bundle.stack_targets import stack_targets
 from rldoctor.collect import Budget, error_line
 
 ITEMS_BUDGET_S = 20.0  # everything after the snapshot

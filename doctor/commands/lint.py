@@ -25,7 +25,7 @@ def _problem_lines(doc: dict) -> list[dict]:
 
 def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
     """(report, inputs that were not linted, the lint document) for `paths`."""
-    from rldoctor.lint.collect import lint_document
+    from rldoctor.lint.document import lint_document
     from rldoctor.registry import load_registry
     from rldoctor.runner import run_checks
     from rldoctor.snapshot import validate
