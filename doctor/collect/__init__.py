@@ -1,4 +1,9 @@
-"""Collectors: the only part of rldoctor that imports ray.
+"""Collectors: what rldoctor reads from a live cluster through Ray.
+
+Ray is imported here, in the incident bundle's gatherer (rldoctor.bundle.gather), in
+smoke-train (rldoctor.smoke), in the watch's child process (rldoctor.watch_collector) and,
+for cluster YAML only, in lint (rldoctor.lint.cluster_yaml); never by the checks, the
+reports or `check --from`.
 
 `collect_snapshot(address)` joins the cluster as a short-lived driver in its own
 namespace, fills one snapshot document section by section, and leaves. A
