@@ -94,6 +94,8 @@ def test_the_late_raylet_is_one_thing_in_the_whole_report():
                       registry=load_registry(include_plugins=False))
     row = next(r for r in report.cluster["rows"] if r["node_id"] == node_id)
     assert row["state"] == "ALIVE" and row["findings"] == ["RLD104"]
+    [slow] = [f for f in report.findings if f.code == "RLD104"]
+    assert "2600 ms" in slow.message and "figures, which were not waited for" in slow.message
     assert not [f for f in report.findings if f.code == "RLD101"]
 
 
