@@ -49,7 +49,7 @@ class Answer:
 
 
 class Asked:
-    """Calls sent to probes, answers not yet waited for (`Fleet.send`, then `wait`)."""
+    """Calls sent to probes, answers not yet waited for (`send`, then `wait`; `ask` does both)."""
 
     def __init__(self, actors: dict, failed: dict, calls: dict):
         """`calls`: {key: (node id, method name, *args)}; sent at once to `actors`[node id]."""
@@ -66,10 +66,6 @@ class Asked:
             except Exception as exc:  # the handle is unusable: the probe died
                 self.answers[key] = Answer(node_id, "error", error=f"probe unreachable: {error_line(exc)}")
 
-    def keys(self) -> list:
-        """The keys of the calls that went out (and are waited for)."""
-        return [key for key, _, _ in self._refs.values()]
-
     def wait(self, timeout_s: float, *, stragglers: bool = False, skip=()) -> dict:
         """{key: Answer} for every call, after at most `timeout_s`; a call not answered by
         then is cancelled (kind "timeout"). With `stragglers`, once half have answered the
@@ -77,7 +73,8 @@ class Asked:
         Keys in `skip` are not waited for and left out."""
         import ray
 
-        pending = {ref: where for ref, where in self._refs.items() if where[0] not in set(skip)}
+        skip = set(skip)
+        pending = {ref: where for ref, where in self._refs.items() if where[0] not in skip}
         ready, not_ready = _wait(list(pending), timeout_s, stragglers)
         for ref in ready:
             key, node_id, sent = pending[ref]
@@ -95,7 +92,7 @@ class Asked:
                 ray.cancel(ref)
             except Exception:
                 pass
-        return {k: a for k, a in self.answers.items() if k not in set(skip)}
+        return {k: a for k, a in self.answers.items() if k not in skip}
 
 
 def send(fleet, calls: dict) -> Asked:
