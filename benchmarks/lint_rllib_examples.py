@@ -50,7 +50,7 @@ def _run(env: dict) -> tuple[float, dict]:
 
 
 def _in_process() -> dict:
-    from rldoctor.lint.collect import lint_document
+    from rldoctor.lint.document import lint_document
     from rldoctor.registry import load_registry
     from rldoctor.runner import run_checks
     from rldoctor.snapshot import validate

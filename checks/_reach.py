@@ -46,7 +46,7 @@ def _probe_answered(snap, node_id: str, reach: dict) -> bool:
     return node_id in (reach.get("sources") or []) or node_id in (snap.get("hosts") or {})
 
 
-def node_state(snap, node_id: str) -> str | None:
+def reach_state(snap, node_id: str) -> str | None:
     """How the connects to `node_id` went: None (no failure, or not tried), "closed" (some of
     its ports or some pairs fail while others connect: a firewall, or a port nothing listens
     on), "address" (no connect to any of its ports got through, yet its own probe ran, or no
@@ -69,7 +69,7 @@ def explains_silence(snap, node_id: str, kind: str | None = None) -> bool:
     port closed to it is one the silence needs (its node manager for a raylet that did not
     answer a ping, kind "silent"; any of CORE for a probe that did not start or answer).
     A closed metrics port does not explain a frozen raylet."""
-    state = node_state(snap, node_id)
+    state = reach_state(snap, node_id)
     if state == "address":
         return True
     if state != "closed":

@@ -1,9 +1,18 @@
-"""Reading a training's history (the `runs` section, from `rldoctor check --run PATH`).
+"""A training's history, one kind of run record for every training check.
 
-Pure helpers for the training checks: the return curve judged against the run's own
-noise, NaN and infinite values, the weight-sync gap, and throughput against the run's
-earlier rate. A run's points are its result.json rows (every row of the recent part,
-thinned evenly before it; see rldoctor.collect.runs).
+A run record is {"path", "points", "settings", ...}; a point holds the figures of one
+iteration (`iteration`, `return_mean`, `runner_weights_seq_no`, `learners: {module id:
+{"weights_seq_no", ...}}`, ...). Two sources give one: a results file (`rldoctor check --run
+PATH`: the `runs` section, rows read by rldoctor.collect.runs.point_of) and the smoke run
+(`from_smoke`, its curve read on the cluster by rldoctor.smoke.remote.trim_result). The
+checks read both through the same helpers, one per question:
+
+- the return: `series` (finite values only), judged by `judge_curve` (a long run, against its
+  own iteration-to-iteration noise) or `plateau` (a short run that has a target: how long
+  since the last marked gain);
+- the weight sync: `weight_gaps` (learner minus runner weights_seq_no, and where the
+  runners report NaN) and `lag_growing`;
+- NaN and infinite values, and throughput against the run's earlier rate.
 """
 
 from __future__ import annotations
@@ -102,3 +111,65 @@ def weights_frozen(run: dict, recent: int) -> dict | None:
         return {"why": f"the policy's KL change per update stayed below 1e-6 (max {max(kls):.1e})",
                 "lr": lr, "mean_kl_loss_max": max(kls)}
     return None
+
+
+def from_smoke(smoke: dict) -> dict:
+    """The smoke run as a run record: its curve's points in the shape of a results file's."""
+    points = []
+    for p in smoke.get("curve") or []:
+        point = {k: p.get(k) for k in ("iteration", "return_mean", "episodes",
+                                       "env_steps_lifetime", "runner_weights_seq_no")}
+        learner = p.get("learner_weights_seq_no")
+        point["learners"] = {"default_policy": {"weights_seq_no": learner}} \
+            if learner is not None else {}
+        points.append(point)
+    return {"path": "smoke-train", "points": points, "settings": smoke.get("settings") or {}}
+
+
+def weight_gaps(run: dict) -> tuple[list[tuple[float, float]], list]:
+    """([(iteration, learner minus runner weights_seq_no)], [iterations whose runners reported
+    NaN]) over the points where the learner reported a number."""
+    gaps, nan_runner = [], []
+    for p in run.get("points") or []:
+        learner = [f.get("weights_seq_no") for f in (p.get("learners") or {}).values()
+                   if is_number(f.get("weights_seq_no"))]
+        runner = p.get("runner_weights_seq_no")
+        if not learner:
+            continue
+        if is_non_finite(runner):
+            nan_runner.append(p.get("iteration"))
+        elif is_number(runner):
+            gaps.append((p.get("iteration"), max(learner) - runner))
+    return gaps, nan_runner
+
+
+def lag_growing(gaps: list[tuple[float, float]], params: dict) -> bool:
+    """The runners are more than normal_lag + tolerance behind and the gap grew by more than
+    `tolerance` over the last `growth_window` iterations."""
+    window, limit = params["growth_window"], params["normal_lag"] + params["tolerance"]
+    return (len(gaps) > window and gaps[-1][1] > limit
+            and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"])
+
+
+def plateau(values: list[float], params: dict) -> dict | None:
+    """Where the return last improved markedly, and for how many iterations it has not since.
+
+    The return is first smoothed over `smooth` iterations (RLlib's per-iteration mean
+    still jitters by a few points on a flat curve). An improvement counts when the
+    smoothed return beats the last marked level by at least max(min_gain,
+    min_gain_fraction * level); the noise of a flat curve does not.
+    """
+    if not values:
+        return None
+    k = max(1, int(params.get("smooth", 3)))
+    levels = [sum(values[max(0, i - k + 1):i + 1]) / len(values[max(0, i - k + 1):i + 1])
+              for i in range(len(values))]
+    start = min(k, len(values)) - 1
+    ref_i, ref = start, levels[start]
+    for i in range(start + 1, len(levels)):
+        if levels[i] >= ref + max(params["min_gain"], params["min_gain_fraction"] * abs(ref)):
+            ref_i, ref = i, levels[i]
+    best_i = max(range(len(values)), key=lambda i: values[i])
+    return {"since_index": ref_i, "level": ref, "best": values[best_i], "best_index": best_i,
+            "flat_iterations": len(values) - 1 - ref_i, "first": levels[start],
+            "learned": ref_i > start}

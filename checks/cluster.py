@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rldoctor.checks._reach import explains_silence
 from rldoctor.checks._resources import add, fits, missing, show
+from rldoctor import node_state
 from rldoctor.registry import check, fail, info, warn
 
 # Ray's NodeDeathInfo reasons, and how worried an on-call engineer should be.
@@ -53,16 +54,15 @@ def node_dead(snap, params):
         reported only as info. For preemptible nodes keep RLlib's fault tolerance on
         (`restart_failed_env_runners=True`) and checkpoint often (`algo.save_to_path()`).
     """
-    unresponsive = (snap.get("versions") or {}).get("failed") or {}
-    raylet_silent = (snap.get("object_store") or {}).get("failed") or {}
-    pings = (snap.get("control_plane") or {}).get("raylets") or {}
     for node in snap.nodes:
         node_id = node["node_id"]
         subject = f"node:{node_id}"
         evidence = {"node_id": node_id, "ip": node.get("ip"), "is_head": node.get("is_head"),
                     "labels": {k: v for k, v in (node.get("labels") or {}).items()
                                if k != "ray.io/node-id"}}
-        if not node.get("alive"):
+        decided = node_state.of(snap, node)
+        failure = decided.probe_failure or {}
+        if decided.kind == "dead":
             reason = node.get("death_reason") or "UNSPECIFIED"
             message = node.get("death_message") or ""
             severity = _DEATH_SEVERITY.get(reason, fail)
@@ -74,62 +74,58 @@ def node_dead(snap, params):
                 {**evidence, "death_reason": reason, "death_message": message},
                 _NODE_DEAD_FIX.format(node_id=node_id),
             )
-        elif node_id in unresponsive and unresponsive[node_id].get("kind") != "auth":  # RLD105
-            if explains_silence(snap, node_id, unresponsive[node_id].get("kind")):
-                continue  # a port of it is closed to other nodes: RLD204 names which, from where
-            failure = unresponsive[node_id]
-            error = failure.get("error", "")
-            confirmed = failure.get("raylet")
-            raylet = raylet_silent.get(node_id) or (
-                confirmed if confirmed and confirmed != "answers" else None)
-            ping = pings.get(node_id) or {}
-            if failure.get("kind") == "silent" and ping.get("ms") is not None:
-                continue  # it answered, late: a slow raylet (RLD104), not a silent one
-            if failure.get("kind") == "silent":  # the raylet did not answer a cheap ping
-                waited = ping.get("waited_s")
-                yield fail(
-                    subject,
-                    f"node {node_id[:12]} ({node.get('ip')}) is not answering: its raylet did "
-                    f"not answer a ping (GetSystemConfig, answered in milliseconds by a healthy "
-                    f"raylet) within {waited or 2:g}s, so its probe, object store and network "
-                    "figures were not waited for; the GCS still lists it as alive and marks it "
-                    "dead only after its health checks run out (about 15 s by default)",
-                    {**evidence, "raylet_ping": ping, "raylet_error": raylet,
-                     "state": "not answering"},
-                    "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in "
-                    "the kernel on a dying disk or NFS mount, a paused VM or container) or cut "
-                    "off by the network. On the host: `ps -o stat,pid,cmd -C raylet` (state T "
-                    "is stopped, D is stuck in the kernel), `dmesg`, and the node's "
-                    "`raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or "
-                    "replace the node (" + _NODE_DEAD_FIX.format(node_id=node_id) + ")")
-                continue
-            if raylet:  # two independent paths to the node failed: it is gone
-                yield fail(
-                    subject,
-                    f"node {node_id[:12]} ({node.get('ip')}) stopped answering: its raylet is "
-                    f"unreachable ({raylet[:100]}) and its probe failed ({error[:100]}); the "
-                    "GCS still lists it as alive until its health checks run out",
-                    {**evidence, "probe_error": error, "raylet_error": raylet},
-                    _NODE_DEAD_FIX.format(node_id=node_id))
-            elif _lost(failure):
-                if set(((failure.get("ray_logs") or {}).get("signals") or {})) & {
-                        "workers_not_registered", "no_available_ports"}:
-                    continue  # alive, with Ray's word that its workers do not start: RLD106
-                answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
-                           "node is up but busy or unable to start a worker" if
-                           ping.get("ms") is not None else "")
-                yield warn(
-                    subject,
-                    f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not "
-                    f"answer a zero-CPU probe: {error[:160]}{answers}",
-                    {**evidence, "probe_error": error, "raylet_ping": ping or None},
-                    "The raylet may be dying, overloaded or cut off. Check the host (load, "
-                    "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
-                    "`rldoctor check` again: the GCS marks a node dead after its health checks "
-                    "fail (about 15 s by default). A worker port range closed to the head "
-                    "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
-                    "through a task a peer places on the node, which did not answer either.",
-                )
+            continue
+        if decided.kind not in ("silent", "gone", "no_probe"):
+            continue  # alive, slow (RLD104) or refusing rldoctor's credentials (RLD105)
+        if explains_silence(snap, node_id, failure.get("kind")):
+            continue  # a port of it is closed to other nodes: RLD204 names which, from where
+        error = failure.get("error", "")
+        raylet = decided.raylet_error
+        ping = decided.ping or {}
+        if decided.kind == "silent":  # the raylet did not answer a cheap ping
+            waited = ping.get("waited_s")
+            yield fail(
+                subject,
+                f"node {node_id[:12]} ({node.get('ip')}) is not answering: its raylet did "
+                f"not answer a ping (GetSystemConfig, answered in milliseconds by a healthy "
+                f"raylet) within {waited or 2:g}s, so its probe, object store and network "
+                "figures were not waited for; the GCS still lists it as alive and marks it "
+                "dead only after its health checks run out (about 15 s by default)",
+                {**evidence, "raylet_ping": ping, "raylet_error": raylet,
+                 "state": "not answering"},
+                "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in "
+                "the kernel on a dying disk or NFS mount, a paused VM or container) or cut "
+                "off by the network. On the host: `ps -o stat,pid,cmd -C raylet` (state T "
+                "is stopped, D is stuck in the kernel), `dmesg`, and the node's "
+                "`raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or "
+                "replace the node (" + _NODE_DEAD_FIX.format(node_id=node_id) + ")")
+        elif decided.kind == "gone":  # two independent paths to the node failed: it is gone
+            yield fail(
+                subject,
+                f"node {node_id[:12]} ({node.get('ip')}) stopped answering: its raylet is "
+                f"unreachable ({raylet[:100]}) and its probe failed ({error[:100]}); the "
+                "GCS still lists it as alive until its health checks run out",
+                {**evidence, "probe_error": error, "raylet_error": raylet},
+                _NODE_DEAD_FIX.format(node_id=node_id))
+        else:  # no_probe
+            if set(((failure.get("ray_logs") or {}).get("signals") or {})) & {
+                    "workers_not_registered", "no_available_ports"}:
+                continue  # alive, with Ray's word that its workers do not start: RLD106
+            answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
+                       "node is up but busy or unable to start a worker" if
+                       ping.get("ms") is not None else "")
+            yield warn(
+                subject,
+                f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not "
+                f"answer a zero-CPU probe: {error[:160]}{answers}",
+                {**evidence, "probe_error": error, "raylet_ping": ping or None},
+                "The raylet may be dying, overloaded or cut off. Check the host (load, "
+                "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
+                "`rldoctor check` again: the GCS marks a node dead after its health checks "
+                "fail (about 15 s by default). A worker port range closed to the head "
+                "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
+                "through a task a peer places on the node, which did not answer either.",
+            )
 
 
 _AUTH_FIX = (
@@ -177,17 +173,6 @@ def auth_mismatch(snap, params):
             f"{client.get('why') or 'that is what the head asked for'}",
             {"node_id": node_id, "ip": node.get("ip"), "probe_error": failure.get("error"),
              "raylet": failure.get("raylet"), "client_auth": client}, _AUTH_FIX)
-
-
-def _lost(probe_failure: dict) -> bool:
-    """A probe that got no answer, or whose node or worker vanished under it.
-
-    A probe the node answered with an error (killed for memory, say) is not a sign
-    of a dead node; other checks report those causes.
-    """
-    text = probe_failure.get("error", "")
-    return probe_failure.get("kind") in ("timeout", "lost") or any(
-        word in text for word in ("NodeDied", "WorkerCrashed", "LocalRayletDied", "ActorDied"))
 
 
 # Components whose mismatch breaks training, and how badly.
@@ -451,7 +436,10 @@ def control_plane_slow(snap, params):
     for node_id, ping in sorted((plane.get("raylets") or {}).items()):
         if ping.get("ms") is not None and ping["ms"] > params["raylet_warn_ms"]:
             node = snap.node(node_id) or {}
+            late = bool(node) and node_state.of(snap, node).kind == "late"  # the overview's why
             yield warn(f"node:{node_id}", f"the raylet of node {node_id[:12]} ({node.get('ip')}) "
                        f"took {ping['ms']:.0f} ms to answer a ping ({ping.get('rpc')}); a healthy "
-                       "raylet answers in milliseconds", {"component": "raylet", "node_id": node_id,
-                                                           **ping}, _CONTROL_PLANE_FIX)
+                       "raylet answers in milliseconds" + (
+                           ", too late for its probe, object store and network figures, which "
+                           "were not waited for" if late else ""),
+                       {"component": "raylet", "node_id": node_id, **ping}, _CONTROL_PLANE_FIX)

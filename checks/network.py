@@ -12,7 +12,7 @@ from rldoctor.checks._reach import (
     COMPONENTS,
     CORE,
     failures_by_target,
-    node_state,
+    reach_state,
     own_addresses,
     status_words,
 )
@@ -477,7 +477,7 @@ def port_unreachable(snap, params):
     head = reach.get("head_node_id")
     needed = _ports_needed(snap, reach)
     for target, fails in sorted(failures_by_target(reach).items()):
-        state = node_state(snap, target)
+        state = reach_state(snap, target)
         if state not in ("closed", "address"):
             continue  # nothing got through and its probe is silent: a dead host (RLD101)
         node = snap.node(target) or {}

@@ -19,36 +19,6 @@ from rldoctor.registry import check, fail, info, note, warn
 SUBJECT = "run:smoke-train"
 
 
-def _returns(smoke: dict) -> list[tuple[int, float]]:
-    return [(p.get("iteration"), p["return_mean"]) for p in smoke.get("curve") or []
-            if p.get("return_mean") is not None]
-
-
-def _stall(points: list[tuple[int, float]], params: dict) -> dict | None:
-    """Where the return last improved markedly, and for how many iterations it has not since.
-
-    The return is first smoothed over `smooth` iterations (RLlib's per-iteration mean
-    still jitters by a few points on a flat curve). An improvement counts when the
-    smoothed return beats the last marked level by at least max(min_gain,
-    min_gain_fraction * level); the noise of a flat curve does not.
-    """
-    if not points:
-        return None
-    k = max(1, int(params.get("smooth", 3)))
-    values = [v for _, v in points]
-    levels = [sum(values[max(0, i - k + 1):i + 1]) / len(values[max(0, i - k + 1):i + 1])
-              for i in range(len(values))]
-    start = min(k, len(values)) - 1
-    ref_i, ref = start, levels[start]
-    for i in range(start + 1, len(levels)):
-        if levels[i] >= ref + max(params["min_gain"], params["min_gain_fraction"] * abs(ref)):
-            ref_i, ref = i, levels[i]
-    best_i = max(range(len(values)), key=lambda i: values[i])
-    return {"since_index": ref_i, "level": ref, "best": values[best_i], "best_index": best_i,
-            "flat_iterations": len(points) - 1 - ref_i, "first": levels[start],
-            "learned": ref_i > start}
-
-
 STALL_PARAMS = {"patience": 5, "min_gain": 10.0, "min_gain_fraction": 0.1, "smooth": 3}
 
 
@@ -100,10 +70,10 @@ def training_stall(snap, params):
     smoke = snap["smoke"]
     if _reached(smoke):
         return
-    points = _returns(smoke)
+    points = _runs.series(_runs.from_smoke(smoke), "return_mean")
     if len(points) < params["patience"] + 1:
         return
-    stall = _stall(points, params)
+    stall = _runs.plateau([v for _, v in points], params)
     if stall["flat_iterations"] < params["patience"]:
         return
     last_it, last = points[-1]
@@ -167,9 +137,7 @@ def stale_weights(snap, params):
         return
     smoke = snap["smoke"]
     limit = params["normal_lag"] + params["tolerance"]
-    gaps = [(p.get("iteration"), p["learner_weights_seq_no"] - p["runner_weights_seq_no"])
-            for p in smoke.get("curve") or []
-            if p.get("learner_weights_seq_no") is not None and p.get("runner_weights_seq_no") is not None]
+    gaps, _ = _runs.weight_gaps(_runs.from_smoke(smoke))
     learner_seq = (smoke.get("learner") or {}).get("final_weights_seq_no")
     behind = [{"worker_index": r.get("worker_index"), "node_id": r.get("node_id"),
                "node_ip": r.get("node_ip"), "weights_seq_no": r.get("final_weights_seq_no"),
@@ -177,9 +145,7 @@ def stale_weights(snap, params):
               for r in smoke.get("env_runners") or []
               if learner_seq is not None and r.get("final_weights_seq_no") is not None
               and learner_seq - r["final_weights_seq_no"] > limit]
-    window = params["growth_window"]
-    growing = (len(gaps) > window and gaps[-1][1] > limit
-               and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"])
+    growing = _runs.lag_growing(gaps, params)
     if not growing and not behind:
         return
     evidence = {"normal_lag": params["normal_lag"],
@@ -211,7 +177,8 @@ def _likely_cause(smoke: dict) -> tuple[str, str]:
                 "never came)",
                 "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 "
                 "dead nodes. Then retry with fewer --env-runners.")
-    stall = _stall(_returns(smoke), STALL_PARAMS)
+    points = _runs.series(_runs.from_smoke(smoke), "return_mean")
+    stall = _runs.plateau([v for _, v in points], STALL_PARAMS)
     if stall is None or not stall["learned"]:
         return ("no learning progress: the return never rose (see RLD601)",
                 "See RLD601: check the learning rate and the learner's loss and KL numbers.")
@@ -439,25 +406,14 @@ def _run_stall(run: dict, params: dict):
 def _run_stale_weights(run: dict, params: dict):
     if _not_judged(run):
         return
-    limit = params["normal_lag"] + params["tolerance"]
-    gaps, nan_runner = [], []
-    for p in run.get("points") or []:
-        learner = [f.get("weights_seq_no") for f in (p.get("learners") or {}).values()
-                   if _runs.is_number(f.get("weights_seq_no"))]
-        runner = p.get("runner_weights_seq_no")
-        if not learner:
-            continue
-        if _runs.is_non_finite(runner):
-            nan_runner.append(p.get("iteration"))
-        elif _runs.is_number(runner):
-            gaps.append((p.get("iteration"), max(learner) - runner))
+    gaps, nan_runner = _runs.weight_gaps(run)
     window = params["growth_window"]
     evidence = {**_runs.read_note(run), "normal_lag": params["normal_lag"],
                 "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]]}
     fix = ("Check the nodes of the env runners (network RLD201/RLD202, object store RLD301, "
            "restarts RLD401) and that nothing disables weight sync; RLlib syncs after each "
            "update on the new API stack.")
-    if len(gaps) > window and gaps[-1][1] > limit and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"]:
+    if _runs.lag_growing(gaps, params):
         yield warn(_runs.subject(run), f"env runners act with stale weights: {gaps[-1][1]:.1f} "
                    f"learner updates behind at iteration {gaps[-1][0]:g} (normal is about "
                    f"{params['normal_lag']:g}), up from {gaps[-1 - window][1]:.1f} at iteration "

@@ -1,4 +1,6 @@
-"""The `rldoctor` command line.
+"""The `rldoctor` command line: the options of each command and its error handling; what a
+command does is in rldoctor.commands (check, lint, smoke_train; collect and watch call
+rldoctor.collect/bundle and rldoctor.watch directly).
 
 Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
 torch. Every error a user can cause is one line on stderr and an exit code
@@ -16,12 +18,12 @@ import click
 
 from rldoctor import __version__
 from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
-from rldoctor.model import Severity
 from rldoctor.output import write_text
+from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
+from rldoctor.report.render import FORMATS
 from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
 
-FORMATS = ("table", "json", "markdown")
 
 
 def _fail(exc: RldoctorError) -> None:
@@ -30,25 +32,8 @@ def _fail(exc: RldoctorError) -> None:
     os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
 
 
-def _target_specs(targets) -> list:
-    """Parse --target values (a bad one is a usage error) without importing ray."""
-    if not targets:
-        return []
-    from rldoctor.collect.targets import parse_target
-
-    return [parse_target(text) for text in targets]
-
-
 def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
-
-
-def _validate_codes(option: str, codes: list[str], registry) -> None:
-    known = {c.code for c in registry.checks} | {c.name for c in registry.checks}
-    unknown = [c for c in codes if c not in known]
-    if unknown:
-        valid = ", ".join(c.code for c in registry.checks)
-        raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
 
 
 IGNORE_OPTION = click.option(
@@ -120,9 +105,11 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     address (RLD702), read from each node's own /proc, never by scanning.
     """
     try:
-        code = _check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
-                      timeout, check_timeout, _check_params(settings, zone_label),
-                      targets=targets, runs=runs, ignores=ignores, config=config)
+        from rldoctor.commands.check import check_params, run_check
+
+        code = run_check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
+                         timeout, check_timeout, check_params(settings, zone_label),
+                         targets=targets, runs=runs, ignores=ignores, config=config)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -137,100 +124,6 @@ def _exit(code: int) -> None:
     if "ray" in sys.modules:
         os._exit(code)
     sys.exit(code)
-
-
-def _check_params(settings: tuple[str, ...], zone_label: str | None) -> dict:
-    """--set CODE.PARAM=VALUE (values read as JSON when they parse) and --zone-label."""
-    import json
-
-    params: dict[str, dict] = {}
-    for item in settings:
-        key, sep, raw = item.partition("=")
-        code, dot, name = key.partition(".")
-        if not sep or not dot or not name:
-            raise UsageError(f"--set {item!r}: expected CODE.PARAM=VALUE, e.g. RLD201.warn_ms=10")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        params.setdefault(code.strip().upper(), {})[name.strip()] = value
-    if zone_label:
-        for code in ZONE_CHECKS:
-            params.setdefault(code, {})["zone_label"] = zone_label
-    return params
-
-
-ZONE_CHECKS = ("RLD201", "RLD202", "RLD203")
-
-
-def _validate_params(params: dict, registry) -> None:
-    checks = registry.by_code()
-    for code, values in params.items():
-        if code not in checks:
-            raise UsageError(f"--set: unknown check code {code}")
-        unknown = sorted(set(values) - set(checks[code].params))
-        if unknown:
-            known = ", ".join(sorted(checks[code].params)) or "none"
-            raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
-
-
-def _check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=(), runs=(), ignores=(), config=None) -> int:
-    from rldoctor.registry import load_registry
-    from rldoctor.diagnose import diagnose
-    from rldoctor.render import RENDERERS
-    from rldoctor import snapshot as snapshots
-
-    if address and from_file:
-        raise UsageError("--address and --from are exclusive: diagnose a live cluster or a file")
-    registry = load_registry()
-    _validate_codes("--only", only, registry)
-    _validate_codes("--skip", skip, registry)
-    _validate_params(params or {}, registry)
-    selected = registry.select(only, skip)
-    from rldoctor import muting
-
-    mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
-
-    specs = _target_specs(targets)
-    results = None
-    if runs:  # read first: a path that is not a run ends here, before any cluster is joined
-        from rldoctor.collect.runs import read_runs
-
-        results = read_runs(list(runs))
-    if from_file:
-        snap = snapshots.load(from_file)
-        source = {"kind": "snapshot", "file": str(from_file),
-                  "created_at": snap.get("created_at", ""),
-                  "recorded_from": (snap.get("source") or {}).get("address")}
-    elif (specs or runs) and not address:  # only the user's files: no cluster is contacted
-        texts = [spec.text for spec in specs] + list(runs)
-        kind = "targets" if specs and not runs else ("runs" if runs and not specs else "files")
-        snap = snapshots.validate(snapshots.new_document(
-            {"kind": kind, "file": ", ".join(texts), "targets": [s.text for s in specs],
-             "runs": list(runs)}), kind)
-        source = dict(snap.get("source") or {})
-    else:
-        from rldoctor.collect import collect_snapshot
-
-        snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout, leave=False),
-                                  "live cluster")
-        source = dict(snap.get("source") or {})
-    if specs:
-        from rldoctor.collect.targets import add_targets
-
-        add_targets(snap.data, specs, timeout_s=timeout)
-    if results is not None:
-        snap.data["runs"] = results
-        snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
-    report = diagnose(snap, source, selected, params, check_timeout, registry)
-    muting.apply(report, mutes, mute_notes)
-    write_text(RENDERERS[fmt](report), output)
-    if output:
-        from rldoctor.render.text import summary_line
-
-        click.echo(f"{summary_line(report)}; report written to {output}")
-    return report.exit_code(Severity.parse(fail_on))
 
 
 @main.command()
@@ -281,7 +174,7 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
 
 def _collect_bundle(path, address, timeout, force, max_size, obfuscate) -> None:
     try:
-        from rldoctor.bundle.collect import write_bundle
+        from rldoctor.bundle.build import write_bundle
 
         done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
                             obfuscate=obfuscate, force=force)
@@ -329,7 +222,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
     failed, 3 when the cluster cannot be reached.
     """
     try:
-        from rldoctor.smoke_cli import smoke_train as run
+        from rldoctor.commands.smoke_train import smoke_train as run
 
         code = run(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                    record, lr, seed)
@@ -380,14 +273,15 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
     remove the probes and end the watch. Alert rules: alerts/rldoctor.rules.yml.
     """
     try:
+        from rldoctor.commands.check import check_params, validate_codes, validate_params
         from rldoctor.registry import load_registry
 
         registry = load_registry()
         only_codes, skip_codes = _codes(only), _codes(skip)
-        _validate_codes("--only", only_codes, registry)
-        _validate_codes("--skip", skip_codes, registry)
-        params = _check_params(settings, None)
-        _validate_params(params, registry)
+        validate_codes("--only", only_codes, registry)
+        validate_codes("--skip", skip_codes, registry)
+        params = check_params(settings, None)
+        validate_params(params, registry)
         from rldoctor.watch import run_watch
 
         code = run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,
@@ -399,7 +293,7 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--format", "fmt", type=click.Choice(("text", "json", "markdown")), default="text",
+@click.option("--format", "fmt", type=click.Choice(LINT_FORMATS), default="text",
               show_default=True, help="text: one `path:line:col: CODE [severity] message "
               "(replacement)` a line; json: report v1 with each finding's location.")
 @click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
@@ -418,7 +312,7 @@ def lint(paths, fmt, fail_on, diff, fix, ignores, config):
     --fail-on, 2 usage error, 3 an input could not be linted.
     """
     try:
-        from rldoctor.lint.command import run_lint
+        from rldoctor.commands.lint import run_lint
 
         code = run_lint(list(paths), fmt, fail_on, diff, fix, ignores, config)
     except RldoctorError as exc:

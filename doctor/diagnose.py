@@ -25,15 +25,15 @@ def diagnose(snap, source: dict, checks=None, params: dict | None = None,
     report = Report(results=results, source=source,
                     notes=list(registry.problems) + list(snap.get("notes") or []))
     if snap.has("training"):
-        from rldoctor.training_view import summarize
+        from rldoctor.report.training import summarize
 
         report.training = summarize(snap["training"], report.findings)
     if snap.has("nodes") or snap.collector("nodes"):  # a cluster was examined, or tried
-        from rldoctor.overview import build
+        from rldoctor.report.overview import build
 
         zone_label = ((params or {}).get("RLD203") or {}).get("zone_label")
         report.cluster = build(snap, report.findings, zone_label)
-    from rldoctor.skipped import fold
+    from rldoctor.report.skipped import fold
 
     report.folded_skips = fold(results, selected, snap)
     if snap.has("bundle"):

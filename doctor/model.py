@@ -100,8 +100,8 @@ class Report:
     notes: list[str] = field(default_factory=list)  # e.g. plugins that failed to load
     figures: dict[str, Any] = field(default_factory=dict)  # smoke-train figures, when any
     training: list[dict] | None = None  # the RLlib trainings found on a live cluster
-    cluster: dict | None = None  # the overview of the nodes (rldoctor.overview), when there are any
-    # Skipped checks a run without a cluster folds into one line per cause (rldoctor.skipped)
+    cluster: dict | None = None  # the overview of the nodes (rldoctor.report.overview), when there are any
+    # Skipped checks a run without a cluster folds into one line per cause (rldoctor.report.skipped)
     folded_skips: list[dict] | None = None
 
     @property

@@ -235,7 +235,7 @@ def apply(report, mutes: list[Mute], notes: list[str] = (), now: datetime | None
         if muted:
             result.detail = "; ".join(x for x in (result.detail, f"{muted} muted") if x)
     if report.cluster is not None:
-        from rldoctor.overview import mark_findings
+        from rldoctor.report.overview import mark_findings
 
         mark_findings(report.cluster["rows"], report.findings)
     for mute in mutes:

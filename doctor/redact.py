@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
+
+from rldoctor.auth_token import every_token
 
 MASK = "***redacted***"
 _TOKENISH_KEYS = re.compile(r"(RAY_AUTH_TOKEN|authorization|bearer)(\W{1,4})([A-Za-z0-9._\-]{8,})",
@@ -32,19 +33,7 @@ _TOKENISH_KEYS = re.compile(r"(RAY_AUTH_TOKEN|authorization|bearer)(\W{1,4})([A-
 
 @lru_cache(maxsize=1)
 def _secrets() -> tuple[str, ...]:
-    found = []
-    env = os.environ.get("RAY_AUTH_TOKEN", "").strip()
-    if env:
-        found.append(env)
-    paths = [os.environ.get("RAY_AUTH_TOKEN_PATH"), str(Path.home() / ".ray" / "auth_token")]
-    for path in filter(None, paths):
-        try:
-            value = Path(path).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if value:
-            found.append(value)
-    return tuple(s for s in found if len(s) >= 6)
+    return every_token()
 
 
 def redact(text: str) -> str:

@@ -1,4 +1,5 @@
-"""Where checks come from: the built-in modules and the `rldoctor.checks` entry points.
+"""Where checks come from: the modules of `checks/` (found, not listed) and the
+`rldoctor.checks` entry points.
 
 A check is a pure function of a Snapshot, declared with `@check(...)`. Its
 docstring is its documentation: a one-line summary, then the sections
@@ -24,20 +25,7 @@ DOC_SECTIONS = ("Symptom", "Cause", "Fix")
 _SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Advice|Article|Evidence|Options):\s*$")
 _SECTION_ALIASES = {"Article": "Advice"}  # the older name of the Advice section
 ENTRY_POINT_GROUP = "rldoctor.checks"
-BUILTIN_MODULES = (
-    "rldoctor.checks.cluster",
-    "rldoctor.checks.memory",
-    "rldoctor.checks.disk",
-    "rldoctor.checks.node_limits",
-    "rldoctor.checks.runtime_env",
-    "rldoctor.checks.network",
-    "rldoctor.checks.serialization",
-    "rldoctor.checks.workers",
-    "rldoctor.checks.training",
-    "rldoctor.checks.training_live",
-    "rldoctor.checks.security",
-    "rldoctor.checks.code",
-)
+CHECKS_PACKAGE = "rldoctor.checks"  # every public module of it holds checks; `_helpers` do not
 LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
 
 
@@ -145,9 +133,20 @@ class Registry:
                 and c.name not in skip]
 
 
+def builtin_modules() -> list[str]:
+    """The check modules of rldoctor: every module of `checks/` whose name does not start
+    with "_" (those are helpers), found in the package, so a new area's module runs without
+    being listed anywhere."""
+    import pkgutil
+
+    package = importlib.import_module(CHECKS_PACKAGE)
+    return sorted(f"{CHECKS_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
+                  if not m.name.startswith("_") and not m.ispkg)
+
+
 def builtin_checks() -> list[Check]:
     found: list[Check] = []
-    for module_name in BUILTIN_MODULES:
+    for module_name in builtin_modules():
         found.extend(_checks_in(importlib.import_module(module_name)))
     return sorted(found, key=lambda c: c.code)
 

@@ -23,7 +23,7 @@ from rldoctor.bundle import SCHEMA
 from rldoctor.bundle.evidence import point_to_bundle
 from rldoctor.bundle.obfuscate import Obfuscator, map_path
 from rldoctor.bundle.reader import index
-from rldoctor.bundle.targets import stack_targets
+from rldoctor.bundle.stack_targets import stack_targets
 from rldoctor.bundle.writer import BundleFile, Member, cut_front, fit, tar_size
 from rldoctor.collect.stacks import frame_text, is_user_file, parse_py_spy, user_frames
 from rldoctor.errors import Undiagnosable

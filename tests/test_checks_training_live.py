@@ -8,7 +8,8 @@ import json
 from conftest import FIXTURES
 from rldoctor.checks.training_live import env_runner_hung, env_runners_lost, throughput_drop
 from rldoctor.snapshot import Snapshot
-from rldoctor.training_view import block_lines, summarize
+from rldoctor.report.render.training import block_lines
+from rldoctor.report.training import summarize
 
 HUNG = json.loads((FIXTURES / "training-hung.json").read_text())
 LOST = json.loads((FIXTURES / "training-lost.json").read_text())

@@ -127,3 +127,25 @@ def test_a_worker_the_kernel_oom_killer_took_is_rld402_with_its_pid(tmp_path):
             assert [k["pid"] for k in finding["evidence"]["kernel_log"]] == [int(pid)]
             # The head, outside the group, is not blamed.
             assert [f["subject"] for f in result.findings("RLD402")] == [f"node:{node}"]
+
+
+def test_the_bundle_states_the_memory_limit_of_its_snapshot(limited_cluster, tmp_path):
+    """host.json and snapshot.json read the node with the same code: the limited node's
+    host.json names its own cgroup's 1 GiB, not the mount root's figures."""
+    import tarfile
+
+    from rldoctor.bundle.reader import read
+
+    head, limited = (n.node_id for n in limited_cluster.nodes)
+    path = tmp_path / "incident.tar.gz"
+    done = run_rldoctor("collect", "--bundle", str(path), "--address", limited_cluster.address,
+                        env=limited_cluster.client_env(), timeout=180)
+    assert done.code == 0, done
+    _, snapshot, top, _ = read(path)
+    with tarfile.open(path) as tar:
+        for node in (head, limited):
+            host = json.load(tar.extractfile(f"{top}/nodes/{node}/host.json"))
+            bundled = host["details"]["cgroup"]["memory"]["memory_limit"]
+            recorded = snapshot["hosts"][node]["memory_limit"]
+            assert (bundled["bytes"], bundled["source"]) == (recorded["bytes"], recorded["source"])
+    assert bundled["bytes"] == LIMIT and bundled["limit_path"] == limited_cluster.group.path

@@ -147,6 +147,42 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
     assert proc.stdout.strip().endswith(f":{cluster3.gcs_port}"), proc.stderr
 
 
+def test_probe_fan_out_answers_every_call_once_within_its_timeout(cluster3):
+    """fleet.ask, the one fan-out to the probes (facts, stacks, bundle host facts, Tune tails):
+    an answer per call, ok, raised, timed out or without a probe, never longer than asked."""
+    ids = [n.node_id for n in cluster3.nodes]
+    out = run_driver(cluster3, (
+        "import json, os, time\n"
+        "from rldoctor.collect import Budget\n"
+        "from rldoctor.collect.fleet import Fleet\n"
+        f"ids = {ids!r}\n"
+        "fleet = Fleet()\n"
+        "fleet.start(ids)\n"
+        "fleet.gather(Budget(60))\n"
+        "calls = {f'pid:{n}': (n, 'call_here', os.getpid) for n in ids}\n"
+        "calls['missing'] = ('ff' * 28, 'call_here', os.getpid)\n"
+        "calls['raises'] = (ids[1], 'call_here', int, 'not a number')\n"
+        "calls['slow'] = (ids[2], 'call_here', time.sleep, 30)\n"
+        "t = time.monotonic()\n"
+        "answers = fleet.ask(calls, 4.0)\n"
+        "took = time.monotonic() - t\n"
+        "fleet.shutdown()\n"
+        "print('=>', json.dumps({'took': took, 'facts': sorted(fleet.facts), 'answers': "
+        "{k: [a.kind, a.node_id, a.error, a.value] for k, a in answers.items()}}))\n"))
+    found = json.loads(out.strip())
+    answers = found["answers"]
+    assert found["facts"] == sorted(ids)  # the facts round itself went through the same fan-out
+    assert set(answers) == {f"pid:{n}" for n in ids} | {"missing", "raises", "slow"}
+    for n in ids:
+        kind, node, error, pid = answers[f"pid:{n}"]
+        assert (kind, node, error) == ("ok", n, None) and pid > 0
+    assert len({answers[f"pid:{n}"][3] for n in ids}) == 3  # one probe per node, each its own
+    assert answers["missing"][:2] == ["no_probe", "ff" * 28]
+    assert answers["raises"][0] == "error" and "ValueError" in answers["raises"][2]
+    assert answers["slow"][0] == "timeout"
+    assert 3.5 < found["took"] < 8.0  # waited for the slow call, and only as long as asked
+
+
 def test_auto_address_finds_the_cluster_on_this_machine(cluster3):
     result = run_rldoctor("check", "--address", "auto", "--format", "json", env=cluster3.client_env())
     assert result.code == 0, result

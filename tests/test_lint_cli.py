@@ -140,7 +140,7 @@ def test_python_only_lint_never_imports_ray_or_torch(env, fmt):
 
 
 def test_yaml_lint_asks_ray_itself(env):
-    code = ("import sys\nfrom rldoctor.lint.command import diagnose\n"
+    code = ("import sys\nfrom rldoctor.commands.lint import diagnose\n"
             f"diagnose([{str(TUTORIAL / 'cluster.yaml')!r}])\nprint('ray' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert proc.stdout.strip() == "True", proc.stderr

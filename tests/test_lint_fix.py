@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FIXTURES
 from rldoctor.lint import fixes
-from rldoctor.lint.command import diagnose
+from rldoctor.commands.lint import diagnose
 from rldoctor.lint.notebook import cell_sources, read_notebook
 
 SOURCES = sorted(p for p in (FIXTURES / "lint").glob("*/*") if p.suffix in (".py", ".ipynb", ".yaml", ".yml"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rldoctor.lint.command import diagnose
+from rldoctor.commands.lint import diagnose
 
 RLLIB = Path(importlib.util.find_spec("ray.rllib").submodule_search_locations[0])
 RIGHT_ABOUT_RLLIB = {

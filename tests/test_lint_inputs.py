@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rldoctor.lint.command import diagnose, exit_code
+from rldoctor.commands.lint import diagnose, exit_code
 from rldoctor.lint.yaml_source import MAX_NODES, YamlProblem, load_yaml
 
 GOOD = "from ray.rllib.algorithms.ppo import PPOConfig\nPPOConfig().training(sgd_minibatch_size=64)\n"
@@ -127,7 +127,7 @@ def test_unreadable_file_when_permissions_apply(tmp_path):
 
 def test_a_shell_command_continued_over_lines_in_a_notebook_is_not_python(tmp_path):
     """`!rllib rollout \\` and its continuation lines, as notebooks from the Ray 1.x days have them."""
-    from rldoctor.lint.command import diagnose
+    from rldoctor.commands.lint import diagnose
 
     notebook = tmp_path / "rollout.ipynb"
     notebook.write_text(json.dumps({"cells": [

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
-from rldoctor.lint.command import diagnose
+from rldoctor.commands.lint import diagnose
 
 LINT_FIXTURES = FIXTURES / "lint"
 EXPECTED = sorted(LINT_FIXTURES.glob("*/*.expected.json"))
@@ -77,7 +77,7 @@ def test_fixture_gives_exactly_the_expected_findings(expected_path):
 
 
 def test_findings_come_sorted_by_path_and_line():
-    from rldoctor.render.lint_text import render_lint_text
+    from rldoctor.report.render.lint_text import render_lint_text
 
     report, problems, _ = diagnose([str(LINT_FIXTURES / "tutorial")])
     lines = [l for l in render_lint_text(report, problems).splitlines() if ": RLD8" in l]

@@ -643,7 +643,7 @@ def test_imports_the_installed_ray_lacks_really_fail(tmp_path):
     """The findings read from the installed Ray's files (not rows of the table) are right:
     each module or name they say is gone fails to import, with the error they name; names
     and modules that are there are not reported."""
-    from rldoctor.lint.command import diagnose
+    from rldoctor.commands.lint import diagnose
 
     script = tmp_path / "imports.py"
     script.write_text(

@@ -13,9 +13,9 @@ import pytest
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.diagnose import diagnose
-from rldoctor.overview import SHOWN_ROWS, build, shown_rows
+from rldoctor.report.overview import SHOWN_ROWS, build, shown_rows
 from rldoctor.registry import load_registry
-from rldoctor.render import RENDERERS
+from rldoctor.report.render import RENDERERS
 from rldoctor.snapshot import Snapshot, load
 
 HEALTHY = FIXTURES / "healthy-3node.json"

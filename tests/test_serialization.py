@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, run_rldoctor
+from conftest import FIXTURES, run_rldoctor
 from rldoctor.collect.targets import collect, parse_target
 from rldoctor.errors import UsageError
 from rldoctor.registry import load_registry
@@ -316,9 +316,14 @@ def test_cli_target_with_from_adds_the_section_to_the_snapshot():
     assert {"RLD101", "RLD501"} <= codes
 
 
-def test_help_documents_target():
-    result = run_rldoctor("check", "--help")
-    assert "--target MODULE:ATTR" in result.stdout
+def test_a_bad_target_is_one_usage_line_before_anything_is_read(tmp_path):
+    """(Was: --help and the README mention --target, which could not fail.)"""
+    missing = tmp_path / "nowhere.py"
+    result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"),
+                          "--target", f"{missing}:make_config", env=_env())
+    assert result.code == 2, result
+    assert result.stderr.strip().splitlines() == [
+        f"rldoctor: --target '{missing}:make_config': no such file: {missing}"]
 
 
 def test_explain_rld501_and_rld502():
@@ -329,6 +334,3 @@ def test_explain_rld501_and_rld502():
             assert section in result.stdout
     assert "max_bytes = 10485760" in run_rldoctor("explain", "RLD502").stdout
 
-
-def test_readme_documents_target():
-    assert "--target" in (ROOT / "README.md").read_text()

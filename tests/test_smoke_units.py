@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor import smoke
+from rldoctor.smoke import run as smoke
 from rldoctor.errors import Undiagnosable, UsageError
 from rldoctor.registry import load_registry
 from rldoctor.runner import run_checks
-from rldoctor.smoke_remote import trim_result
+from rldoctor.smoke.remote import trim_result
 from rldoctor.snapshot import Snapshot, load
 
 SMOKE_FIXTURES = sorted(p for p in (FIXTURES / "smoke").glob("*.json")
@@ -130,7 +130,7 @@ def test_trim_result_keeps_rllib_keys_and_drops_nan():
 
 
 def test_no_recorded_cluster_in_an_empty_ray_tmpdir(tmp_path):
-    code = "from rldoctor.smoke import recorded_local_address; print(recorded_local_address())"
+    code = "from rldoctor.smoke.run import recorded_local_address; print(recorded_local_address())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={"RAY_TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert proc.stdout.strip() == "None", proc.stderr
@@ -286,9 +286,10 @@ def test_smoke_train_help_never_imports_ray_or_torch():
 
 def test_a_random_policys_jitter_is_not_learning():
     """lr=0 on a loaded machine: a low first window and a few lucky ones later (+6)."""
-    from rldoctor.checks.training import STALL_PARAMS, _stall
+    from rldoctor.checks._runs import plateau
+    from rldoctor.checks.training import STALL_PARAMS
 
     noisy = [18.0, 20.0, 19.0, 24.0, 26.0, 25.0, 23.0, 27.0, 24.0, 21.0]
-    assert _stall(list(enumerate(noisy)), STALL_PARAMS)["learned"] is False
+    assert plateau(noisy, STALL_PARAMS)["learned"] is False
     learning = [22.4, 28.0, 30.2, 39.8, 51.9, 68.1, 84.8, 103.5]
-    assert _stall(list(enumerate(learning)), STALL_PARAMS)["learned"] is True
+    assert plateau(learning, STALL_PARAMS)["learned"] is True

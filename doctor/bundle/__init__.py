@@ -1,6 +1,6 @@
 """The incident bundle: one redacted gzip tar an on-call engineer can attach to a ticket.
 
-    rldoctor collect --bundle incident.tar.gz     # write it (collect.py; the only part that imports ray)
+    rldoctor collect --bundle incident.tar.gz     # write it (build.py; gather.py reads through Ray)
     rldoctor check --from incident.tar.gz         # diagnose it anywhere (reader.py; no ray, no torch)
 
 Layout (one top folder, `rldoctor-bundle-<UTC time>/`):

@@ -80,8 +80,8 @@ def report_members(report, doc: dict, items: list[Item], top: str, bundle_name: 
     """report.json and report.md of the run, their findings pointing at the bundle's files."""
     from rldoctor.bundle.evidence import point_to_bundle
     from rldoctor.bundle.reader import index
-    from rldoctor.render.json import report_document
-    from rldoctor.render.markdown import render_markdown
+    from rldoctor.report.render.json import report_document
+    from rldoctor.report.render.markdown import render_markdown
     from rldoctor.snapshot import Snapshot
 
     entries = [i.entry(None) for i in items]

@@ -22,7 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from rldoctor.bundle import node_dir, onnode
 from rldoctor.bundle.logs import LogError, LogRoute, LogTimeout
 from rldoctor.bundle.manifest import Item
-from rldoctor.bundle.targets import stack_targets
+from rldoctor.bundle.stack_targets import stack_targets
 from rldoctor.collect import Budget, error_line
 
 ITEMS_BUDGET_S = 20.0  # everything after the snapshot
@@ -99,7 +99,7 @@ class Gatherer:
                     ("envs", _list_runtime_envs))}
             logs = [pool.submit(self._node_logs, route, node, dead_workers.get(node["node_id"], []),
                                 deadline, _own_logs(doc, node["node_id"])) for node in alive]
-            hosts = self._ask_nodes(fleet, alive, "host facts",
+            hosts = self._ask_nodes(fleet, alive,
                                     lambda n: (onnode.host_details, _session_dir(doc, n["node_id"])))
             jobs = self._state_result(futures.get("jobs"), "jobs", "cluster/jobs.json", state_api)
             running = self._state_result(futures.get("running"), "running calls",
@@ -215,38 +215,32 @@ class Gatherer:
             self._done(item)
 
     # -- through the probes -------------------------------------------------------------------
-    def _ask_nodes(self, fleet, nodes: list[dict], name: str, call) -> dict:
-        asked = {}
+    def _ask_nodes(self, fleet, nodes: list[dict], call):
+        """Host facts asked of every node's probe at once (rldoctor.collect.fleet.send)."""
+        from rldoctor.collect.fleet import send
+
+        calls = {}
         for node in nodes:
-            node_id = node["node_id"]
-            actor = fleet.actors.get(node_id)
-            if actor is None:
-                failure = fleet.failed.get(node_id) or {}
-                self._done(Item("host", name, node_id=node_id).fail(
-                    f"no probe on the node: {failure.get('error') or 'it did not start'}"))
-                continue
             func, *args = call(node)
-            asked[node_id] = (actor.call_here.remote(func, *args), time.perf_counter())
-        return asked
+            calls[node["node_id"]] = (node["node_id"], "call_here", func, *args)
+        return send(fleet, calls)
 
-    def _finish_host_facts(self, asked: dict, doc: dict, deadline) -> None:
-        import ray
-
-        refs = {ref: node_id for node_id, (ref, _) in asked.items()}
-        ready, _ = ray.wait(list(refs), num_returns=len(refs),
-                            timeout=deadline.left(PROBE_CALL_TIMEOUT_S)) if refs else ([], [])
-        for ref, node_id in refs.items():
+    def _finish_host_facts(self, asked, doc: dict, deadline) -> None:
+        for node_id, answer in asked.wait(deadline.left(PROBE_CALL_TIMEOUT_S)).items():
             item = Item("host", "host facts", node_id=node_id, file=f"{node_dir(node_id)}/host.json")
-            took = time.perf_counter() - asked[node_id][1]
-            if ref not in ready:
+            took = answer.took_s
+            if answer.kind == "no_probe":
+                self._done(Item("host", "host facts", node_id=node_id).fail(
+                    f"no probe on the node: {answer.error}"))
+                continue
+            if answer.kind == "timeout":
                 self._done(item.fail(f"the node's probe did not answer within "
                                      f"{PROBE_CALL_TIMEOUT_S:g}s", took))
                 continue
-            try:
-                details = ray.get(ref, timeout=1)
-            except Exception as exc:
-                self._done(item.fail(f"probe failed: {error_line(exc)}", took))
+            if not answer.ok:
+                self._done(item.fail(f"probe failed: {answer.error}", took))
                 continue
+            details = answer.value
             item.payload = {
                 "node_id": node_id, "ip": self._ips.get(node_id),
                 "host": (doc.get("hosts") or {}).get(node_id),
@@ -287,41 +281,36 @@ class Gatherer:
                     self.items.append(Item("stacks", "stacks, parsed", node_id=node_id,
                                            file=f"{node_dir(node_id)}/stacks.json", payload=entries))
 
-    def _start_tune(self, fleet, jobs: list[dict]) -> dict:
-        asked = {}
+    def _start_tune(self, fleet, jobs: list[dict]):
+        """Tune's result tails asked of each running job's driver node (fleet.send)."""
+        from rldoctor.collect.fleet import send
+
+        calls = {}
         for job in jobs:
             driver = job.get("driver") or {}
             node_id, pid = driver.get("node_id"), driver.get("pid")
             if job.get("status") != "RUNNING" or not pid or not node_id:
                 continue
-            actor = fleet.actors.get(node_id)
-            if actor is None:
-                self._done(Item("tune", f"Tune results of job {job.get('job_id')}", node_id=node_id)
+            calls[job.get("job_id")] = (node_id, "call_here", onnode.tune_result_tails, int(pid),
+                                        TUNE_ROWS, TUNE_MAX_BYTES)
+        return send(fleet, calls)
+
+    def _finish_tune(self, asked, deadline) -> None:
+        for job_id, answer in asked.wait(deadline.left(PROBE_CALL_TIMEOUT_S)).items():
+            node_id, took = answer.node_id, answer.took_s
+            if answer.kind == "no_probe":
+                self._done(Item("tune", f"Tune results of job {job_id}", node_id=node_id)
                            .fail("no probe on the driver's node"))
                 continue
-            ref = actor.call_here.remote(onnode.tune_result_tails, int(pid), TUNE_ROWS, TUNE_MAX_BYTES)
-            asked[ref] = (job.get("job_id"), node_id, time.perf_counter())
-        return asked
-
-    def _finish_tune(self, asked: dict, deadline) -> None:
-        import ray
-
-        if not asked:
-            return
-        ready, _ = ray.wait(list(asked), num_returns=len(asked),
-                            timeout=deadline.left(PROBE_CALL_TIMEOUT_S))
-        for ref, (job_id, node_id, sent) in asked.items():
-            took = time.perf_counter() - sent
-            if ref not in ready:
+            if answer.kind == "timeout":
                 self._done(Item("tune", f"Tune results of job {job_id}", node_id=node_id).fail(
                     f"the driver's node did not answer within {PROBE_CALL_TIMEOUT_S:g}s", took))
                 continue
-            try:
-                found = ray.get(ref, timeout=1)
-            except Exception as exc:
+            if not answer.ok:
                 self._done(Item("tune", f"Tune results of job {job_id}", node_id=node_id)
-                           .fail(f"probe failed: {error_line(exc)}", took))
+                           .fail(f"probe failed: {answer.error}", took))
                 continue
+            found = answer.value
             for trial in found:
                 name = trial["trial"] or "trial"
                 self._done(Item("tune", f"result.json of trial {name}", node_id=node_id,

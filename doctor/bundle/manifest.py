@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rldoctor import node_state
 from rldoctor.bundle import SCHEMA
 
 
@@ -47,7 +48,8 @@ def node_rows(doc: dict, items: list[Item], hosts: dict) -> list[dict]:
         mine = [i for i in items if i.node_id == node.get("node_id")]
         rows.append({
             "node_id": node.get("node_id"), "ip": node.get("ip"), "is_head": node.get("is_head"),
-            "alive": node.get("alive"), "hostname": (hosts.get(node.get("node_id")) or {}).get("hostname"),
+            "alive": node.get("alive"), "state": node_state.of(doc, node).state,
+            "hostname": (hosts.get(node.get("node_id")) or {}).get("hostname"),
             "items_ok": sum(1 for i in mine if i.status == "ok"),
             "items_failed": sum(1 for i in mine if i.status != "ok"),
         })

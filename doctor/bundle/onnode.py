@@ -1,11 +1,16 @@
 """What the incident bundle reads on the nodes themselves, through the probe actors.
 
 Run with `NodeProbe.call_here(func, ...)`; this module is pickled by value (see
-`register`), so the nodes need nothing of rldoctor. Standard library only; every read is
+`register`), and so are the probes' readers it shares (memory and its cgroup limit, disks:
+rldoctor.collect.probes, registered by the fleet), so the nodes need nothing of rldoctor and
+host.json states the same memory limit as snapshot.json. Standard library only; every read is
 bounded and a missing file is an empty answer, never an exception.
 """
 
 from __future__ import annotations
+
+# The node-side reads the probes make, shared: pickled by value with them (probes.register).
+from rldoctor.collect.probes import disk_of, memory_here
 
 
 def _read(path: str, limit: int = 4096) -> str | None:
@@ -17,16 +22,12 @@ def _read(path: str, limit: int = 4096) -> str | None:
 
 
 def _disk(path: str | None) -> dict | None:
-    import os
-
     if not path:
         return None
-    try:
-        st = os.statvfs(path)
-    except OSError:
+    total, free = disk_of(path)
+    if total is None:
         return {"path": path, "error": "not found"}
-    return {"path": path, "total_bytes": st.f_blocks * st.f_frsize,
-            "free_bytes": st.f_bavail * st.f_frsize}
+    return {"path": path, "total_bytes": total, "free_bytes": free}
 
 
 def host_details(session_dir: str | None) -> dict:
@@ -41,11 +42,8 @@ def host_details(session_dir: str | None) -> dict:
     except (AttributeError, OSError):
         usable = None
     uptime = _read("/proc/uptime")
-    cgroup = {  # v2 first, then v1
-        "memory_max": _read("/sys/fs/cgroup/memory.max")
-        or _read("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
-        "memory_current": _read("/sys/fs/cgroup/memory.current")
-        or _read("/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+    cgroup = {  # memory: the raylet's own cgroup, read by the probes' code (as in snapshot.json)
+        "memory": memory_here(),
         "cpu_max": _read("/sys/fs/cgroup/cpu.max") or _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
         "pids_max": _read("/sys/fs/cgroup/pids.max"),
     }

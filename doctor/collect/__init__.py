@@ -1,4 +1,9 @@
-"""Collectors: the only part of rldoctor that imports ray.
+"""Collectors: what rldoctor reads from a live cluster through Ray.
+
+Ray is imported here, in the incident bundle's gatherer (rldoctor.bundle.gather), in
+smoke-train (rldoctor.smoke), in the watch's child process (rldoctor.watch_collector) and,
+for cluster YAML only, in lint (rldoctor.lint.cluster_yaml); never by the checks, the
+reports or `check --from`.
 
 `collect_snapshot(address)` joins the cluster as a short-lived driver in its own
 namespace, fills one snapshot document section by section, and leaves. A
@@ -16,16 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from rldoctor.collect import connect
+from rldoctor.errors import first_line
 from rldoctor.snapshot import new_document
 
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def error_line(exc: BaseException, limit: int = 300) -> str:
-    """`Type: first line of the message`, short enough for a snapshot field."""
-    text = str(exc).strip()
-    first = text.splitlines()[0][:limit] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+error_line = first_line  # `Type: first line of the message` (rldoctor.errors)
 
 
 class Budget:

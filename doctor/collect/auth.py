@@ -24,8 +24,8 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from rldoctor.auth_token import find_token
 from rldoctor.errors import Undiagnosable
 
 PROBE_METHOD = "/ray.rpc.NodeInfoGcsService/GetClusterId"
@@ -45,27 +45,6 @@ class AuthDecision:
     def to_json(self) -> dict:
         return {"mode": self.mode, "cluster": self.cluster, "token_source": self.token_source,
                 "why": self.why}
-
-
-def find_token() -> tuple[str | None, str | None]:
-    """(token, where it came from), in the order Ray itself reads them."""
-    env = os.environ.get("RAY_AUTH_TOKEN", "").strip()
-    if env:
-        return env, "RAY_AUTH_TOKEN"
-    named = os.environ.get("RAY_AUTH_TOKEN_PATH")
-    paths = [(named, f"the file in RAY_AUTH_TOKEN_PATH, {named}")] if named else []
-    default = Path.home() / ".ray" / "auth_token"
-    paths.append((str(default), f"the default token file {default}"))
-    for path, source in paths:
-        try:
-            value = Path(path).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if value:
-            return value, source
-        if named and path == named:
-            return None, f"the file in RAY_AUTH_TOKEN_PATH, {named}, which is empty"
-    return None, None
 
 
 def ask_gcs(address: str, token: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> str:

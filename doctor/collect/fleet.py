@@ -10,10 +10,14 @@ there is never more than one probe per node.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from typing import Any
+
 from rldoctor.collect import error_line, probes
 
 PROBE_TIMEOUT_S = 8.0
-# Once most probes have answered, how long the rest are waited for (see Fleet._wait).
+# Once most probes have answered, how long the rest are waited for (see Asked.wait).
 STRAGGLER_FACTOR = 2.5
 STRAGGLER_MIN_S = 4.0
 
@@ -29,6 +33,103 @@ def _rpc_error(exc: BaseException) -> str:
     return error_line(exc, 200)
 
 
+@dataclass
+class Answer:
+    """What one call to a node's probe came back with."""
+
+    node_id: str
+    kind: str = "ok"  # ok | no_probe (none on the node) | error (it raised) | timeout
+    value: Any = None
+    error: str | None = None  # no_probe: why there is none; error: the exception's line
+    took_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+class Asked:
+    """Calls sent to probes, answers not yet waited for (`send`, then `wait`; `ask` does both)."""
+
+    def __init__(self, actors: dict, failed: dict, calls: dict):
+        """`calls`: {key: (node id, method name, *args)}; sent at once to `actors`[node id]."""
+        self.answers: dict = {}
+        self._refs: dict = {}  # ref -> (key, node id, sent at)
+        for key, (node_id, method, *args) in calls.items():
+            actor = actors.get(node_id)
+            if actor is None:
+                why = (failed.get(node_id) or {}).get("error") or "it did not start"
+                self.answers[key] = Answer(node_id, "no_probe", error=why)
+                continue
+            try:
+                self._refs[getattr(actor, method).remote(*args)] = (key, node_id, time.perf_counter())
+            except Exception as exc:  # the handle is unusable: the probe died
+                self.answers[key] = Answer(node_id, "error", error=f"probe unreachable: {error_line(exc)}")
+
+    def wait(self, timeout_s: float, *, stragglers: bool = False, skip=()) -> dict:
+        """{key: Answer} for every call, after at most `timeout_s`; a call not answered by
+        then is cancelled (kind "timeout"). With `stragglers`, once half have answered the
+        rest get STRAGGLER_FACTOR times what the others took (at least STRAGGLER_MIN_S).
+        Keys in `skip` are not waited for and left out."""
+        import ray
+
+        skip = set(skip)
+        pending = {ref: where for ref, where in self._refs.items() if where[0] not in skip}
+        ready, not_ready = _wait(list(pending), timeout_s, stragglers)
+        for ref in ready:
+            key, node_id, sent = pending[ref]
+            try:
+                value = ray.get(ref, timeout=1)
+                self.answers[key] = Answer(node_id, value=value, took_s=time.perf_counter() - sent)
+            except Exception as exc:  # the node died under the probe, or killed it for memory
+                self.answers[key] = Answer(node_id, "error", error=error_line(exc),
+                                           took_s=time.perf_counter() - sent)
+        for ref in not_ready:
+            key, node_id, sent = pending[ref]
+            self.answers[key] = Answer(node_id, "timeout", took_s=time.perf_counter() - sent,
+                                       error=f"no answer within {timeout_s:.1f}s")
+            try:
+                ray.cancel(ref)
+            except Exception:
+                pass
+        return {k: a for k, a in self.answers.items() if k not in skip}
+
+
+def send(fleet, calls: dict) -> Asked:
+    """Send `calls` ({key: (node id, method, *args)}) to the probes of `fleet` (anything with
+    `actors` and `failed`, such as `Fleet` or a stand-in without probes); returns at once."""
+    return Asked(getattr(fleet, "actors", None) or {}, getattr(fleet, "failed", None) or {}, calls)
+
+
+def ask(fleet, calls: dict, timeout_s: float, **wait) -> dict:
+    """The probe fan-out: send `calls` to the nodes' probes, wait at most `timeout_s` for all
+    of them, {key: Answer}. Every caller that talks to more than one probe uses this."""
+    return send(fleet, calls).wait(timeout_s, **wait)
+
+
+def _wait(refs: list, wait_s: float, stragglers: bool) -> tuple[list, list]:
+    import ray
+
+    if not refs:
+        return [], []
+    if not stragglers:
+        return ray.wait(refs, num_returns=len(refs), timeout=max(0.0, wait_s))
+    started = time.monotonic()
+    deadline = started + wait_s
+    ready, not_ready, last_answer = [], list(refs), None
+    while not_ready:
+        now, end = time.monotonic(), deadline
+        if last_answer is not None and len(ready) >= len(refs) / 2:  # the peers answered
+            end = min(end, started + max(STRAGGLER_MIN_S, STRAGGLER_FACTOR * (last_answer - started)))
+        if end <= now:
+            break
+        done, not_ready = ray.wait(not_ready, num_returns=1, timeout=end - now)
+        if done:
+            ready += done
+            last_answer = time.monotonic()
+    return ready, not_ready
+
+
 class Fleet:
     def __init__(self):
         self.actors: dict[str, object] = {}  # node id -> actor handle (answered this round)
@@ -36,7 +137,7 @@ class Fleet:
         self.failed: dict[str, dict] = {}
         self._by_node: dict[str, object] = {}  # every probe started and not yet killed
         self._actor_cls = None
-        self._pending: dict = {}
+        self._asked: Asked | None = None
 
     def start(self, node_ids: list[str]) -> None:
         """One probe per node (kept from the last round where it still serves) and a request
@@ -51,13 +152,11 @@ class Fleet:
         if self._actor_cls is None:
             probes.register()
             self._actor_cls = ray.remote(num_cpus=0, max_restarts=0)(probes.NodeProbe)
-        self._pending = {}
         for node_id in node_ids:
-            actor = self._by_node.get(node_id)
-            if actor is None:
-                actor = self._actor_cls.options(label_selector={"ray.io/node-id": node_id}).remote()
-                self._by_node[node_id] = actor
-            self._pending[actor.facts.remote()] = (node_id, actor)
+            if node_id not in self._by_node:
+                self._by_node[node_id] = self._actor_cls.options(
+                    label_selector={"ray.io/node-id": node_id}).remote()
+        self._asked = Asked(self._by_node, {}, {n: (n, "facts") for n in node_ids})
 
     @property
     def probe_count(self) -> int:
@@ -85,58 +184,30 @@ class Fleet:
         Nodes in `silent` (whose raylet did not answer a ping: {node id: why}) are not
         waited for: their probes are noted as not started, with the raylet's silence.
         """
-        import time
-
-        import ray
-
         silent = silent or {}
-        pending = {ref: where for ref, where in self._pending.items() if where[0] not in silent}
         for node_id, why in silent.items():
             self.failed[node_id] = {"kind": "silent", "error": "not waited for: its raylet is "
                                     "not answering", "raylet": why}
-        wait_s = budget.left(PROBE_TIMEOUT_S)
         started = time.monotonic()
-        ready, not_ready = self._wait(pending, wait_s)
-        for ref in ready:
-            node_id, actor = pending[ref]
-            try:
-                self.facts[node_id] = ray.get(ref, timeout=1)
-                self.actors[node_id] = actor
-            except Exception as exc:  # the node died under the probe, or killed it for memory
-                self.failed[node_id] = {"kind": "error", "error": error_line(exc)}
-                self._retire(node_id)
+        answers = self._asked.wait(budget.left(PROBE_TIMEOUT_S), stragglers=True, skip=silent) \
+            if self._asked else {}
         waited = time.monotonic() - started
-        for ref in not_ready:
-            self.failed[pending[ref][0]] = {"kind": "timeout", "error": f"no answer within {waited:.0f}s"
-                                            + (" (its peers answered long before)" if ready else "")}
-            self._retire(pending[ref][0])
+        peers_answered = any(a.kind != "timeout" for a in answers.values())
+        for node_id, answer in answers.items():
+            if answer.ok:
+                self.facts[node_id] = answer.value
+                self.actors[node_id] = self._by_node[node_id]
+                continue
+            if answer.kind == "timeout":
+                self.failed[node_id] = {"kind": "timeout", "error": f"no answer within {waited:.0f}s"
+                                        + (" (its peers answered long before)" if peers_answered else "")}
+            else:  # the node died under the probe, or killed it for memory
+                self.failed[node_id] = {"kind": "error", "error": answer.error}
+            self._retire(node_id)
 
-    @staticmethod
-    def _wait(pending: dict, wait_s: float) -> tuple[list, list]:
-        """Wait for the probes' answers, at most `wait_s`; once most have answered, stragglers
-        get STRAGGLER_FACTOR times the time the others took (at least STRAGGLER_MIN_S) and
-        no more: a node that cannot start a worker must not hold the whole check."""
-        import time
-
-        import ray
-
-        if not pending:
-            return [], []
-        started = time.monotonic()
-        deadline = started + wait_s
-        ready, not_ready, last_answer = [], list(pending), None
-        while not_ready:
-            now, end = time.monotonic(), deadline
-            if last_answer is not None and len(ready) >= len(pending) / 2:  # the peers answered
-                end = min(end, started + max(STRAGGLER_MIN_S,
-                                             STRAGGLER_FACTOR * (last_answer - started)))
-            if end <= now:
-                break
-            done, not_ready = ray.wait(not_ready, num_returns=1, timeout=end - now)
-            if done:
-                ready += done
-                last_answer = time.monotonic()
-        return ready, not_ready
+    def ask(self, calls: dict, timeout_s: float, **wait) -> dict:
+        """`ask(calls, timeout_s)` on this fleet's probes (the ones that answered this round)."""
+        return ask(self, calls, timeout_s, **wait)
 
     def confirm_silent_nodes(self, budget) -> None:
         """Ask the raylet of every node whose probe failed whether it still answers.

@@ -1,8 +1,11 @@
-"""Every private Ray call rldoctor makes, each behind one function.
+"""The private Ray calls the collectors make, each behind one function.
 
-Ray has no public API for these facts. Each function here is covered by a test
-(tests/test_private_ray_api.py) that fails if the pinned Ray stops providing it.
-Only collectors import this module.
+Ray has no public API for these facts. Each function here is covered by
+tests/test_e2e_cluster.py::test_private_ray_calls_still_work_on_this_ray, which fails if
+the pinned Ray stops providing it. Only collectors import this module. Private Ray used
+elsewhere, each at its one place: the GCS auth probe's raw gRPC call (collect/auth.py),
+Ray's cluster-YAML validator and node providers (lint/cluster_yaml.py, `ray.autoscaler.
+_private`), and the local bootstrap address of smoke-train (smoke/run.py).
 """
 
 from __future__ import annotations

@@ -38,6 +38,23 @@ def versions_here() -> dict:
     return found
 
 
+def memory_here() -> dict:
+    """The node's memory and the limit that applies to its raylet's processes, read the one
+    way rldoctor reads them (`host_here` for the snapshot, the bundle's host.json)."""
+    total = available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "MemAvailable") and rest.split():
+                    value = int(rest.split()[0]) * 1024
+                    total, available = (value, available) if key == "MemTotal" else (total, value)
+    except (OSError, ValueError):
+        pass
+    return {"mem_total_bytes": total, "mem_available_bytes": available,
+            "memory_limit": memory_limit_of(raylet_pid(), total, available)}
+
+
 def host_here() -> dict:
     """Memory and OOM-killer facts of the host (or container) this runs on."""
     import os
@@ -55,14 +72,11 @@ def host_here() -> dict:
             pass
         return out
 
-    meminfo = read_keyed("/proc/meminfo")
     vmstat = read_keyed("/proc/vmstat")
     cgroup_events = read_keyed("/sys/fs/cgroup/memory.events")
     host = {
         "hostname": socket.gethostname(),
-        "mem_total_bytes": int(meminfo["MemTotal"]) * 1024 if "MemTotal" in meminfo else None,
-        "mem_available_bytes": (int(meminfo["MemAvailable"]) * 1024
-                                if "MemAvailable" in meminfo else None),
+        **memory_here(),  # MemTotal, MemAvailable and the raylet's memory limit
         "kernel_oom_kills": int(vmstat["oom_kill"]) if "oom_kill" in vmstat else None,
         "cgroup_oom_kills": (int(cgroup_events["oom_kill"])
                              if "oom_kill" in cgroup_events else None),
@@ -76,8 +90,6 @@ def host_here() -> dict:
             total, free = disk_of(path)
             host["raylet"][f"{key}_total_bytes"] = total
             host["raylet"][f"{key}_free_bytes"] = free
-    host["memory_limit"] = memory_limit_of(raylet_pid(), host["mem_total_bytes"],
-                                           host["mem_available_bytes"])
     host["kernel_oom_log"] = kernel_oom_kills_here()
     return host
 

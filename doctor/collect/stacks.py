@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 DEFAULT_STACK_TIMEOUT_S = 2.0
 USER_FRAMES_SHOWN = 5
@@ -130,8 +129,10 @@ def capture(fleet, targets: list[dict], budget, per_stack_timeout_s: float = DEF
     so the wait is bounded by the busiest node's count times `per_stack_timeout_s`
     (and by `budget`). Never raises.
     """
+    from rldoctor.collect.fleet import ask
+
     results: dict[str, dict] = {}
-    pending: dict = {}
+    calls: dict = {}
     per_node: dict[str, int] = {}
     for target in targets:
         try:
@@ -144,36 +145,23 @@ def capture(fleet, targets: list[dict], budget, per_stack_timeout_s: float = DEF
                 results[key]["label"] = f"{results[key]['label']}, {label}".strip(", ")
             continue
         entry = results[key] = _entry(target)
-        actor = (getattr(fleet, "actors", None) or {}).get(entry["node_id"])
-        if actor is None:
-            entry["error"] = _no_probe_reason(fleet, entry["node_id"])
-            continue
-        try:
-            pending[actor.stack.remote(entry["pid"], per_stack_timeout_s)] = (key, time.perf_counter())
+        calls[key] = (entry["node_id"], "stack", entry["pid"], per_stack_timeout_s)
+        if entry["node_id"] in (getattr(fleet, "actors", None) or {}):
             per_node[entry["node_id"]] = per_node.get(entry["node_id"], 0) + 1
-        except Exception as exc:  # the actor handle is unusable: the probe died
-            entry["error"] = f"probe unreachable: {type(exc).__name__}: {exc}"[:300]
-    if not pending:
+    if not calls:
         return results
-    import ray
-
-    from rldoctor.collect import error_line
-
-    busiest = max(per_node.values())
+    busiest = max(per_node.values(), default=0)
     wait_s = budget.left(busiest * (per_stack_timeout_s + 0.25) + 1.0)
-    ready, not_ready = ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
-    for ref in ready:
-        key, _ = pending[ref]
-        try:
-            _fill(results[key], ray.get(ref, timeout=1))
-        except Exception as exc:  # the probe (or its node) died during the dump
-            results[key]["error"] = f"probe failed: {error_line(exc)}"
-    for ref in not_ready:
-        key, sent = pending[ref]
-        results[key]["error"] = f"timed out: the node's probe did not answer within {wait_s:.1f}s"
-        results[key]["duration_s"] = round(time.perf_counter() - sent, 3)
-        try:
-            ray.cancel(ref)
-        except Exception:
-            pass
+    for key, answer in ask(fleet, calls, wait_s).items():
+        if answer.ok:
+            _fill(results[key], answer.value)
+        elif answer.kind == "no_probe":
+            results[key]["error"] = _no_probe_reason(fleet, answer.node_id)
+        elif answer.kind == "timeout":
+            results[key]["error"] = f"timed out: the node's probe did not answer within {wait_s:.1f}s"
+            results[key]["duration_s"] = round(answer.took_s, 3)
+        elif answer.error.startswith("probe unreachable"):
+            results[key]["error"] = answer.error[:300]
+        else:  # the probe (or its node) died during the dump
+            results[key]["error"] = f"probe failed: {answer.error}"
     return results

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rldoctor.errors import UsageError
+from rldoctor.errors import UsageError, last_line
 
 SECTION = "targets"
 MAX_DEPTH = 8  # how deep the search for the unpicklable member goes
@@ -137,16 +137,6 @@ def type_name(obj: Any) -> str:
 
 def _qualified(cls: type) -> str:
     return f"{getattr(cls, '__module__', '')}.{getattr(cls, '__qualname__', cls.__name__)}"
-
-
-def last_line(exc: BaseException) -> str:
-    """The exception's last line as Python prints it (`TypeName: message`)."""
-    lines = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
-    line = lines[-1].strip() if lines else ""
-    name = type(exc).__name__
-    if not line:
-        return name
-    return line if line.startswith(name) else f"{name}: {line}"
 
 
 def _user_location(exc: BaseException) -> str | None:

@@ -7,7 +7,7 @@ import textwrap
 from tabulate import tabulate
 
 from rldoctor.model import Report
-from rldoctor.render.text import folded_codes, mute_text, source_line, summary_line
+from rldoctor.report.render.text import folded_codes, mute_text, source_line, summary_line
 
 _WIDTH = 100
 
@@ -20,11 +20,11 @@ def _wrap(text: str, indent: str) -> str:
 def render_table(report: Report) -> str:
     out = [f"rldoctor report for {source_line(report)}", summary_line(report), ""]
     if report.cluster is not None:
-        from rldoctor.render.overview import table_lines
+        from rldoctor.report.render.overview import table_lines
 
         out += table_lines(report.cluster) + [""]
     if report.training is not None:
-        from rldoctor.training_view import block_lines
+        from rldoctor.report.render.training import block_lines
 
         lines = block_lines(report.training)
         out += [f"Training ({len(report.training)} found):"] + \

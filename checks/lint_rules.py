@@ -1,7 +1,7 @@
 """Lint rules: training scripts, notebooks and cluster YAML, read without running them.
 
 These checks read the `lint` section that `rldoctor lint PATH ...` collects
-(rldoctor.lint.collect): per file, the calls, keyword arguments, dict configs,
+(rldoctor.lint.document): per file, the calls, keyword arguments, dict configs,
 imports and YAML data, with their locations. They belong to the `code` area,
 which `rldoctor check` leaves to `rldoctor lint`. Every finding carries a
 `location` ({path, line, column}); the replacement written out for the call at

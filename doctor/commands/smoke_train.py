@@ -20,10 +20,11 @@ def _writable(option: str, path: str | None) -> None:
 
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                 record, lr, seed) -> int:
-    from rldoctor import smoke, smoke_report
+    from rldoctor.smoke import report as smoke_report
+    from rldoctor.smoke import run as smoke
     from rldoctor.redact import redact
     from rldoctor.registry import load_registry
-    from rldoctor.render import RENDERERS
+    from rldoctor.report.render import RENDERERS
     from rldoctor.runner import run_checks
     from rldoctor.snapshot import Snapshot, dumps
 
@@ -73,7 +74,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
         say(f"learning curve written to {plot}")
     write_text(text, output)
     if output:
-        from rldoctor.render.text import summary_line
+        from rldoctor.report.render.text import summary_line
 
         say(f"{summary_line(report)}; report written to {output}")
     stream.close()

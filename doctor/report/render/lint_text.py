@@ -11,7 +11,7 @@ is the one written out for that line; `rldoctor explain CODE` says more.
 from __future__ import annotations
 
 from rldoctor.model import Report
-from rldoctor.render.text import mute_text
+from rldoctor.report.render.text import mute_text
 
 
 def _where(location: dict) -> str:

@@ -1,12 +1,12 @@
 """The cluster overview as text: a headline, then one row per node (the worst, when many).
 
-Shared by the table and Markdown reports; the figures come from rldoctor.overview.
+Shared by the table and Markdown reports; the figures come from rldoctor.report.overview.
 A figure that was not collected is "-".
 """
 
 from __future__ import annotations
 
-from rldoctor.overview import folded_summary, shown_rows
+from rldoctor.report.overview import folded_summary, shown_rows
 
 MiB = 2**20
 GiB = 2**30

@@ -5,7 +5,7 @@ the same live, from a file and from a bundle. A figure whose section was not col
 is None (shown as "-"), and `not_collected` says why. The JSON report carries the whole
 overview as its top-level `cluster` section, every node included; the table and Markdown
 reports show the worst rows of a large cluster and say how many were folded
-(rldoctor.render.overview).
+(rldoctor.report.render.overview).
 
 Host memory is judged against the limit that applies: `hosts[node].memory_limit`
 ({"bytes", "used_bytes", "source"}, e.g. the raylet's cgroup) when the probe found one,
@@ -14,30 +14,19 @@ else the host's MemTotal; each row says which (`memory_source`).
 
 from __future__ import annotations
 
+from rldoctor import node_state
+
 DEFAULT_ZONE_LABEL = "ray.io/availability-zone"
 SHOWN_ROWS = 20  # table and Markdown: the worst rows of a cluster larger than this
 _VERSION_KEYS = ("ray", "python", "rllib", "torch", "gymnasium")
 _SECTIONS = ("nodes", "object_store", "hosts", "network", "versions")
 
-# How wrong a node's state is, worst first; figures break ties (see _badness).
-_STATE_RANK = {"DEAD": 4, "NOT ANSWERING": 3, "AUTH MISMATCH": 2, "ALIVE": 0}
+# How wrong a node's state is, worst first (rldoctor.node_state); figures break ties (_badness).
+_STATE_RANK = node_state.RANK
 
 
 def _fraction(used, total):
     return round(used / total, 4) if used is not None and total else None
-
-
-def _state(node: dict, probe_failed: dict, raylet_failed: dict) -> tuple[str, str | None]:
-    """(state, why) of one node: DEAD, NOT ANSWERING, AUTH MISMATCH or ALIVE."""
-    node_id = node.get("node_id")
-    if not node.get("alive"):
-        return "DEAD", node.get("death_reason") or "UNSPECIFIED"
-    failure = probe_failed.get(node_id) or {}
-    if failure.get("kind") == "auth":
-        return "AUTH MISMATCH", failure.get("error")
-    if failure.get("kind") in ("timeout", "lost", "silent") or node_id in raylet_failed:
-        return "NOT ANSWERING", failure.get("error") or raylet_failed.get(node_id)
-    return "ALIVE", None
 
 
 def _cpus(node: dict) -> tuple[float | None, float | None]:
@@ -76,8 +65,8 @@ def _differing_versions(versions: dict | None) -> list[str]:
 
 def _row(node: dict, snap, zone_label: str, differing: list[str]) -> dict:
     node_id = node.get("node_id") or ""
-    state, why = _state(node, (snap.get("versions") or {}).get("failed") or {},
-                        (snap.get("object_store") or {}).get("failed") or {})
+    decided = node_state.of(snap, node)
+    state, why = decided.state, decided.why
     used_cpu, total_cpu = _cpus(node)
     store = (((snap.get("object_store") or {}).get("nodes") or {}).get(node_id) or {}).get("store")
     store_used = store.get("object_store_bytes_used") if store else None

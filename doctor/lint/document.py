@@ -1,4 +1,4 @@
-"""The lint collector: source files in, the `lint` section of a snapshot-like document out.
+"""The lint reader: source files in, the `lint` section of a snapshot-like document out.
 
     {"schema": "rldoctor.snapshot/v1", "source": {"kind": "lint", ...},
      "lint": {"files": [{"path", "kind", "status", "message", "line", "column",

@@ -13,8 +13,10 @@ import sys
 
 from rldoctor.errors import EXIT_UNDIAGNOSABLE, UsageError
 from rldoctor.model import Report, Severity
+from rldoctor.report.render import RENDERERS
 
-FORMATS = ("text", "json", "markdown")
+# lint's own text, then every report renderer but the cluster table (the text is lint's table)
+FORMATS = ("text",) + tuple(f for f in RENDERERS if f != "table")
 
 
 def _problem_lines(doc: dict) -> list[dict]:
@@ -23,7 +25,7 @@ def _problem_lines(doc: dict) -> list[dict]:
 
 def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
     """(report, inputs that were not linted, the lint document) for `paths`."""
-    from rldoctor.lint.collect import lint_document
+    from rldoctor.lint.document import lint_document
     from rldoctor.registry import load_registry
     from rldoctor.runner import run_checks
     from rldoctor.snapshot import validate
@@ -43,11 +45,9 @@ def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
 
 def render(report: Report, problems: list[dict], fmt: str) -> str:
     if fmt == "text":
-        from rldoctor.render.lint_text import render_lint_text
+        from rldoctor.report.render.lint_text import render_lint_text
 
         return render_lint_text(report, problems)
-    from rldoctor.render import RENDERERS
-
     return RENDERERS[fmt](report)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from rldoctor.model import Report
-from rldoctor.render.text import folded_codes, mute_text, source_line, summary_line
+from rldoctor.report.render.text import folded_codes, mute_text, source_line, summary_line
 
 
 def _cell(text: str) -> str:
@@ -29,11 +29,12 @@ def render_markdown(report: Report) -> str:
     out = [f"## rldoctor report: {report.status.upper()}", "",
            f"Source: `{source_line(report).strip()}`  ", summary_line(report), ""]
     if report.cluster is not None:
-        from rldoctor.render.overview import markdown_lines
+        from rldoctor.report.render.overview import markdown_lines
 
         out += ["### Cluster", ""] + markdown_lines(report.cluster, _cell) + [""]
     if report.training is not None:
-        from rldoctor.training_view import headline, member_line, not_fine
+        from rldoctor.report.render.training import headline, member_line
+        from rldoctor.report.training import not_fine
 
         out += [f"### Training ({len(report.training)} found)", ""]
         if not report.training:

@@ -53,7 +53,7 @@ def trim_result(result: dict) -> dict:
 
 
 def build_config(settings: dict, num_env_runners: int, runner_cpus: float, main_cpus: float):
-    """The PPOConfig of a smoke run, from the plain settings dict (see rldoctor.smoke.SmokeSettings)."""
+    """The PPOConfig of a smoke run, from the plain settings dict (see rldoctor.smoke.run.SmokeSettings)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 

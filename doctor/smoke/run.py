@@ -14,7 +14,7 @@ with two sections that the checks in `rldoctor.checks.training` read:
     scaling  the sweep over env-runner counts (`--scaling 1,2,4`), when asked for
 
 The driver itself never imports torch or RLlib: the Algorithm lives in an actor
-(`rldoctor.smoke_remote.SmokeTrainer`), shipped by value, inside a placement group
+(`rldoctor.smoke.remote.SmokeTrainer`), shipped by value, inside a placement group
 with one bundle per env runner and strategy SPREAD.
 """
 
@@ -27,7 +27,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from rldoctor.errors import Undiagnosable, UsageError
+from rldoctor.errors import Undiagnosable, UsageError, last_line
 
 
 # ------------------------------------------------------------------------------------------
@@ -237,13 +237,6 @@ def scaling_table(runs: list[dict]) -> dict:
 # ------------------------------------------------------------------------------------------
 # The driver
 # ------------------------------------------------------------------------------------------
-def _first_line(exc: BaseException) -> str:
-    """The useful line of a (possibly remote) exception: the last line of its traceback."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = lines[-1] if lines else ""
-    return f"{type(exc).__name__}: {text}"[:500]
-
-
 def recorded_local_address() -> str | None:
     """The cluster `ray start` last started on this machine, if it still answers; else None.
 
@@ -316,7 +309,7 @@ class _Cluster:
                      namespace=f"rldoctor-{uuid.uuid4().hex[:12]}")
         except Exception as exc:
             raise Undiagnosable(f"no Ray cluster found and a local Ray instance could not be "
-                                f"started: {_first_line(exc)}") from None
+                                f"started: {last_line(exc)}") from None
         self.started_local = True
         self.resolved = ray.get_runtime_context().gcs_address
 
@@ -362,7 +355,7 @@ class _Trainer:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from rldoctor import smoke_remote
+        from rldoctor.smoke import remote as smoke_remote
 
         smoke_remote.register()
         bundles = [{"CPU": self.bundle_cpus} for _ in range(self.n + 1)]
@@ -391,7 +384,7 @@ class _Trainer:
         except ray.exceptions.GetTimeoutError:
             raise _Hung(f"{method}() did not return within {timeout:g}s") from None
         except ray.exceptions.RayError as exc:
-            raise _Crashed(f"{method}() failed: {_first_line(exc)}") from None
+            raise _Crashed(f"{method}() failed: {last_line(exc)}") from None
 
     def train(self) -> dict:
         return self._call("train", self.settings.iteration_timeout_s)

@@ -1,0 +1,3 @@
+"""What each command does once click has parsed its options (rldoctor.cli holds only the
+options and the error handling): `check.py`, `lint.py`, `smoke_train.py`. A new command's
+logic goes here, one module per command."""

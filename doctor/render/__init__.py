@@ -1,7 +1,0 @@
-"""Renderers: a plain map from format name to a function Report -> str."""
-
-from rldoctor.render.json import render_json
-from rldoctor.render.markdown import render_markdown
-from rldoctor.render.table import render_table
-
-RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}

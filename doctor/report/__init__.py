@@ -1,0 +1,7 @@
+"""The report: its parts, built from the snapshot and the findings, and their rendering.
+
+    overview.py   the cluster overview (one row per node; node states from rldoctor.node_state)
+    training.py   the trainings running on the cluster, as the report shows them
+    skipped.py    the checks that could not run, grouped by what they miss
+    render/       one renderer per output format (RENDERERS; a new format is one module there)
+"""

@@ -1,0 +1,78 @@
+"""Nothing ships or runs only because someone remembered a list: check modules are found in
+`checks/`, every package of the source tree is in pyproject, and the --format choices are
+the renderers. Each test fails when a new part is added the way a newcomer would add it but
+one of those places is forgotten."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import tomllib
+from pathlib import Path
+
+import click
+
+from conftest import FIXTURES, run_rldoctor
+from rldoctor import cli
+from rldoctor.commands.lint import FORMATS as LINT_FORMATS
+from rldoctor.registry import _checks_in, builtin_checks, builtin_modules
+from rldoctor.report.render import FORMATS, RENDERERS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_module_of_checks_with_a_check_runs_and_helpers_hold_none():
+    import rldoctor.checks as package
+
+    ran = {c.func.__module__ for c in builtin_checks()}
+    for module in pkgutil.iter_modules(package.__path__):
+        name = f"rldoctor.checks.{module.name}"
+        declared = _checks_in(importlib.import_module(name))
+        if module.name.startswith("_"):
+            assert not declared, f"{name} is a helper (leading _) but declares checks: rename it"
+        else:
+            assert name in builtin_modules() and (not declared or name in ran)
+
+
+def test_a_new_check_module_is_found_without_being_listed(tmp_path, monkeypatch):
+    import rldoctor.checks as package
+
+    (tmp_path / "newarea.py").write_text(
+        "from rldoctor.registry import check, warn\n\n"
+        "@check('ZZZ901', 'new-area-check', area='cluster')\n"
+        "def new_area(snap, params):\n"
+        "    '''A new area.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"
+        "    return []\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    assert "ZZZ901" in {c.code for c in builtin_checks()}
+
+
+def _source_packages() -> set[str]:
+    found = set()
+    for top, name in (("doctor", "rldoctor"), ("checks", "rldoctor.checks")):
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top)
+            found.add(".".join([name, *rel.parts]) if rel.parts else name)
+    return found
+
+
+def test_every_source_package_ships():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    assert _source_packages() <= listed, f"add to pyproject's packages: {_source_packages() - listed}"
+    for package in listed:  # and each of them imports from the installed tree
+        importlib.import_module(package)
+
+
+def _choices(command: click.Command) -> tuple[str, ...]:
+    [option] = [p for p in command.params if p.name == "fmt"]
+    return tuple(option.type.choices)
+
+
+def test_format_choices_are_the_renderers_and_each_renders_a_report():
+    assert _choices(cli.check) == _choices(cli.smoke_train) == FORMATS == tuple(RENDERERS)
+    assert _choices(cli.lint) == LINT_FORMATS
+    assert set(LINT_FORMATS) - {"text"} <= set(RENDERERS)
+    for fmt in FORMATS:
+        result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"), "--format", fmt)
+        assert result.code == 1 and "RLD101" in result.stdout, (fmt, result.stderr[-500:])
