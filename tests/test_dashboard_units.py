@@ -37,6 +37,7 @@ class StandIn:
         self.job_logs = job_logs
         self.requests: list[tuple[str, str, dict]] = []
         self.packages: set[str] = set()
+        self.deleted: set[str] = set()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,7 +82,10 @@ class StandIn:
                 if path.endswith("/stop"):
                     return self._answer(200, {"stopped": True})
                 if path.startswith("/api/jobs/") and method == "DELETE":
+                    owner.deleted.add(path)
                     return self._answer(200, {"deleted": True})
+                if path in owner.deleted:
+                    return self._answer(404, b"Job does not exist")
                 if path.startswith("/api/jobs/"):
                     stopped = any(m == "POST" and p.endswith("/stop") for m, p, _, _ in owner.requests)
                     return self._answer(200, {"status": "STOPPED" if stopped else owner.job_status,

@@ -19,6 +19,7 @@ from rldoctor.errors import Undiagnosable
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 POLL_S = 0.25
+MONITOR_PERIOD_S = 1.2  # Ray's JobManager.JOB_MONITOR_LOOP_PERIOD_S is 1, plus a margin
 # The job's driver must run on the cluster's own Python, which need not be `python` on
 # the head's PATH (a venv that was never activated). The shell's parent is Ray's job
 # supervisor, a worker of exactly that Python: its memory map names the site-packages its
@@ -62,6 +63,8 @@ class CollectorJob:
         self.timeout_s = timeout_s
         self.submission_id = f"rldoctor-{uuid.uuid4().hex[:12]}"
         self.submitted = False
+        self.deleted = False
+        self.delete_refused: str | None = None
         self.status: str | None = None
         self.message: str | None = None
         self.timing: dict[str, float] = {}
@@ -141,9 +144,29 @@ class CollectorJob:
                 deadline = time.monotonic() + 10
                 while self.poll() not in TERMINAL and time.monotonic() < deadline:
                     time.sleep(POLL_S)
-            self.dash.request("DELETE", f"/api/jobs/{self.submission_id}", ok=(), timeout_s=5)
-        except BaseException:  # Ctrl-C twice, or the cluster went away: nothing more to do
+        except BaseException:  # Ctrl-C twice, or the cluster went away: still try to delete
             pass
+        deadline, failures = time.monotonic() + 20, 0
+        while time.monotonic() < deadline and failures < 3:  # a busy head may refuse at first
+            try:
+                status, body = self.dash.request("DELETE", f"/api/jobs/{self.submission_id}",
+                                                 ok=(), timeout_s=max(1.0, deadline - time.monotonic()))
+            except BaseException:  # gone, or Ctrl-C again
+                failures += 1
+                continue
+            if status in (200, 404):
+                # Ray's job monitor polls the supervisor once a second; one that finds the
+                # supervisor gone and the record deleted writes the job back as FAILED. Look
+                # again after that second, and delete again until the job stays gone.
+                time.sleep(MONITOR_PERIOD_S)
+                check, _ = self.dash.request("GET", f"/api/jobs/{self.submission_id}", ok=(),
+                                             timeout_s=5)
+                if check == 404:
+                    self.deleted = True
+                    return
+                continue
+            self.delete_refused = f"{status}: {body[:200].decode('utf-8', 'replace')}"
+            time.sleep(0.5)
 
     def __enter__(self) -> "CollectorJob":
         return self
