@@ -125,11 +125,24 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
             doc[section] = split(fleet)
 
 
+def _import_before_threads() -> None:
+    """Import Ray's state API and autoscaler SDK once, here: on some releases (2.40) threads
+    importing them side by side see a partially initialized module (ImportError)."""
+    import importlib
+
+    for name in ("ray.util.state", "ray.autoscaler.v2.sdk"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
     from rldoctor.collect import actors, demands, runtime_envs, training
 
+    _import_before_threads()
     cluster = doc.get("cluster")
     listed = pool.submit(_run_section, doc, "actors",
                          lambda: actors.collect_actors(conn, budget, cluster))

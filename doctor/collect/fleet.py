@@ -43,6 +43,8 @@ class Fleet:
         for each one's facts; returns at once."""
         import ray
 
+        from rldoctor.collect.placement import on_node
+
         self.actors.clear()
         self.facts.clear()
         self.failed.clear()
@@ -55,7 +57,7 @@ class Fleet:
         for node_id in node_ids:
             actor = self._by_node.get(node_id)
             if actor is None:
-                actor = self._actor_cls.options(label_selector={"ray.io/node-id": node_id}).remote()
+                actor = on_node(self._actor_cls, node_id).remote()
                 self._by_node[node_id] = actor
             self._pending[actor.facts.remote()] = (node_id, actor)
 
