@@ -104,3 +104,18 @@ def test_a_ray_240_cluster_through_its_dashboard(cluster, crash_loop, tmp_path):
     with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
         assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
     assert cluster.run_driver(LEFTOVERS).strip() == "0"
+
+
+def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_loop, tmp_path):
+    out = tmp_path / "report.json"
+    result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
+                          "--output", str(out), env=laptop_env(cluster))
+    assert result.code in (0, 1), result
+    report = json.loads(out.read_text())
+    assert report["source"]["path"] == "dashboard", report["source"]
+    assert any("went through the cluster's dashboard" in n and "2.40.0" in n
+               for n in report["notes"]), report["notes"]
+    [restarts] = [f for f in report["findings"] if f["code"] == "RLD401"]
+    assert crash_loop in restarts["subject"]
+    assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
+    assert cluster.run_driver(LEFTOVERS).strip() == "0"

@@ -208,6 +208,36 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
             session.close(leave=leave)
 
 
+def _through_the_dashboard(gcs_address: str, budget: Budget, mismatch) -> dict | None:
+    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
+    dashboard (as `--address http://...` does), or None when no dashboard answers."""
+    try:
+        from rldoctor.collect.private import dashboard_address
+
+        found = dashboard_address(gcs_address, budget.left(5.0))
+    except Exception:
+        return None
+    if not found:
+        return None
+    host, _, port = found.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
+        host = gcs_address.rpartition(":")[0]
+    url = f"http://{host}:{port}"
+    try:
+        from rldoctor.dashboard.remote import collect_through_dashboard
+
+        doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
+    except Exception:
+        return None
+    told = " ".join(str(mismatch).split())[:400]
+    doc.setdefault("notes", []).insert(0, (
+        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
+        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
+        "cluster with its own Ray and Python. Next time give --address " + url))
+    doc["source"]["requested_address"] = gcs_address
+    return doc
+
+
 class LiveSession:
     """A driver joined to one cluster and its probe fleet, for one snapshot or many.
 
@@ -235,8 +265,11 @@ class LiveSession:
                 self.conn = connect.join(self.resolved,
                                          timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                          ray_log=self.ray_log)
-            except connect.VersionMismatch as exc:  # what needs no driver is still read
-                from rldoctor.collect import driverless
+            except connect.VersionMismatch as exc:
+                through = _through_the_dashboard(self.resolved, budget, exc)
+                if through is not None:  # the collectors run inside, with the cluster's Ray
+                    return through
+                from rldoctor.collect import driverless  # what needs no driver is still read
 
                 driverless.collect(doc, self.resolved, budget, exc)
                 return doc
