@@ -1,9 +1,9 @@
 """End to end: a cluster of another Ray release, diagnosed through its dashboard address.
 
-A 3-node cluster started from a venv of Ray 2.40.0 (tests/ray_venvs.py: built once per
+A 3-node cluster started from a venv of Ray 2.40.0, then one of 2.55.0 (tests/ray_venvs.py: built once per
 machine, cached outside the clone), with a detached actor that crash-loops on one node.
 rldoctor (the pinned Ray on this side) reaches it only over HTTP: the collectors run inside
-the cluster as a job with the cluster's own Ray 2.40.0, and the report lists every node
+the cluster as a job with the cluster's own Ray, and the report lists every node
 with its version, names the crash loop (RLD401) on the right actor, fits its security fix
 to a Ray without token authentication, and leaves no job and no probe actor behind.
 """
@@ -22,7 +22,7 @@ from ray_venvs import ray_venv
 
 pytestmark = pytest.mark.cluster
 
-VERSION = "2.40.0"
+VERSIONS = ("2.40.0", "2.55.0")  # the oldest supported, and one 2.5x with token auth
 
 # The fault of tests/faults.py, pinned the way Ray 2.40 can (it has no label_selector).
 CRASH_THREE_TIMES = """
@@ -62,10 +62,11 @@ print("=>", len(alive))
 """
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    bin_dir = ray_venv(VERSION)
+@pytest.fixture(scope="module", params=VERSIONS)
+def cluster(request):
+    bin_dir = ray_venv(request.param)
     with LocalCluster([NodeSpec() for _ in range(3)], token_auth=False, bin_dir=bin_dir) as made:
+        made.ray_version = request.param
         yield made
 
 
@@ -80,7 +81,8 @@ def laptop_env(cluster) -> dict:
     return env
 
 
-def test_a_ray_240_cluster_through_its_dashboard(cluster, crash_loop, tmp_path):
+def test_a_cluster_of_another_ray_through_its_dashboard(cluster, crash_loop, tmp_path):
+    VERSION = cluster.ray_version
     out = tmp_path / "report.json"
     result = run_rldoctor("check", "--address", cluster.dashboard_url, "--format", "json",
                           "--output", str(out), env=laptop_env(cluster))
@@ -99,7 +101,10 @@ def test_a_ray_240_cluster_through_its_dashboard(cluster, crash_loop, tmp_path):
     # no finding about the laptop's Ray differing from the cluster's
     assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
     [auth] = [f for f in report["findings"] if f["code"] == "RLD701"]
-    assert f"Ray {VERSION}, which has no token authentication" in auth["fix"]
+    if VERSION < "2.52":
+        assert f"Ray {VERSION}, which has no token authentication" in auth["fix"]
+    else:
+        assert "ray get-auth-token --generate" in auth["fix"]
     # nothing left behind
     with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
         assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
@@ -113,7 +118,7 @@ def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_lo
     assert result.code in (0, 1), result
     report = json.loads(out.read_text())
     assert report["source"]["path"] == "dashboard", report["source"]
-    assert any("went through the cluster's dashboard" in n and "2.40.0" in n
+    assert any("went through the cluster's dashboard" in n and cluster.ray_version in n
                for n in report["notes"]), report["notes"]
     [restarts] = [f for f in report["findings"] if f["code"] == "RLD401"]
     assert crash_loop in restarts["subject"]
