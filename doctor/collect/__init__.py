@@ -191,7 +191,8 @@ def _alive_ids(doc: dict) -> list[str]:
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     extras: tuple[Callable[..., None], ...] = (), leave: bool = True) -> dict:
+                     extras: tuple[Callable[..., None], ...] = (), leave: bool = True,
+                     on_refused=None) -> dict:
     """One snapshot of the cluster at `address`, within `timeout_s`.
 
     Each of `extras` is called as `extra(conn, budget, fleet, doc)` once every section is
@@ -201,41 +202,11 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     after: the probes are killed either way, and the driver's end ends its job.
     """
     with quiet_ray() as ray_log:
-        session = LiveSession(address, ray_log)
+        session = LiveSession(address, ray_log, on_refused=on_refused)
         try:
             return session.snapshot(timeout_s, extras)
         finally:
             session.close(leave=leave)
-
-
-def _through_the_dashboard(gcs_address: str, budget: Budget, mismatch) -> dict | None:
-    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
-    dashboard (as `--address http://...` does), or None when no dashboard answers."""
-    try:
-        from rldoctor.collect.private import dashboard_address
-
-        found = dashboard_address(gcs_address, budget.left(5.0))
-    except Exception:
-        return None
-    if not found:
-        return None
-    host, _, port = found.rpartition(":")
-    if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
-        host = gcs_address.rpartition(":")[0]
-    url = f"http://{host}:{port}"
-    try:
-        from rldoctor.dashboard.remote import collect_through_dashboard
-
-        doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
-    except Exception:
-        return None
-    told = " ".join(str(mismatch).split())[:400]
-    doc.setdefault("notes", []).insert(0, (
-        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
-        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
-        "cluster with its own Ray and Python. Next time give --address " + url))
-    doc["source"]["requested_address"] = gcs_address
-    return doc
 
 
 class LiveSession:
@@ -246,9 +217,13 @@ class LiveSession:
     for joining and starting probes again. `close()` kills every probe.
     """
 
-    def __init__(self, address: str | None, ray_log: str | None = None):
+    def __init__(self, address: str | None, ray_log: str | None = None, on_refused=None):
         from rldoctor.collect.fleet import Fleet
 
+        # Called as on_refused(gcs_address, budget, VersionMismatch) when Ray refuses this
+        # driver; a snapshot it returns is used as is (the client's dashboard fallback,
+        # rldoctor.dashboard.remote.after_refusal; never set inside the cluster).
+        self.on_refused = on_refused
         self.resolved = connect.resolve(address)
         self.ray_log = ray_log
         self.conn = None
@@ -266,7 +241,7 @@ class LiveSession:
                                          timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                          ray_log=self.ray_log)
             except connect.VersionMismatch as exc:
-                through = _through_the_dashboard(self.resolved, budget, exc)
+                through = self.on_refused(self.resolved, budget, exc) if self.on_refused else None
                 if through is not None:  # the collectors run inside, with the cluster's Ray
                     return through
                 from rldoctor.collect import driverless  # what needs no driver is still read

@@ -23,7 +23,8 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
         return collect_through_dashboard(wanted, timeout_s)
     from rldoctor.collect import collect_snapshot
 
-    return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave)
+    return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
+                            on_refused=after_refusal)
 
 
 def open_dashboard(address: str) -> Dashboard:
@@ -70,4 +71,32 @@ def collect_through_dashboard(address: str, timeout_s: float) -> dict:
         f"{doc['source']['cluster_python_version'] or 'unknown'}, and the job was deleted "
         f"afterwards; the package ({len(pkg.data) // 1024} KiB) was "
         + ("uploaded" if uploaded else "already on the cluster"))
+    return doc
+
+
+def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
+    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
+    dashboard (as `--address http://...` does), or None when no dashboard answers."""
+    try:
+        from rldoctor.collect.private import dashboard_address
+
+        found = dashboard_address(gcs_address, budget.left(5.0))
+    except Exception:
+        return None
+    if not found:
+        return None
+    host, _, port = found.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
+        host = gcs_address.rpartition(":")[0]
+    url = f"http://{host}:{port}"
+    try:
+        doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
+    except Exception:
+        return None
+    told = " ".join(str(mismatch).split())[:400]
+    doc.setdefault("notes", []).insert(0, (
+        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
+        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
+        "cluster with its own Ray and Python. Next time give --address " + url))
+    doc["source"]["requested_address"] = gcs_address
     return doc
