@@ -146,6 +146,7 @@ class CollectorJob:
                     time.sleep(POLL_S)
         except BaseException:  # Ctrl-C twice, or the cluster went away: still try to delete
             pass
+        self._wait_for_the_supervisor_to_end()
         deadline, failures = time.monotonic() + 20, 0
         while time.monotonic() < deadline and failures < 3:  # a busy head may refuse at first
             try:
@@ -167,6 +168,28 @@ class CollectorJob:
                 continue
             self.delete_refused = f"{status}: {body[:200].decode('utf-8', 'replace')}"
             time.sleep(0.5)
+
+    def _wait_for_the_supervisor_to_end(self, limit_s: float = 10.0) -> None:
+        """Until Ray's job supervisor actor for this job is dead, and Ray's job monitor had
+        its second to see it: deleting the job before then makes the monitor write it back
+        as FAILED. Through the state API (`_ray_internal_job_actor_<id>`, in every release
+        from 2.40); a cluster that cannot tell costs the limit at most, never an error."""
+        path = ("/api/v0/actors?detail=false&limit=10&filter_keys=name&filter_predicates=%3D"
+                f"&filter_values=_ray_internal_job_actor_{self.submission_id}")
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            try:
+                status, body = self.dash.get_json(path, timeout_s=5)
+            except BaseException:
+                return
+            rows = (((body or {}).get("data") or {}).get("result") or {}).get("result") \
+                if status == 200 and isinstance(body, dict) else None
+            if rows is None:
+                return  # no state API answer: rely on deleting again below
+            if all(row.get("state") == "DEAD" for row in rows):
+                time.sleep(MONITOR_PERIOD_S)
+                return
+            time.sleep(POLL_S)
 
     def __enter__(self) -> "CollectorJob":
         return self
