@@ -250,7 +250,10 @@ def exposed_endpoint(snap, params):
             groups.append("tls")
         fix = " ".join(_PORT_FIXES[g] for g in groups)
         if auth == "disabled":
-            fix = "Turn token authentication on first (RLD701 says how). " + fix
+            old = _old_ray(snap["cluster"])
+            fix = ((f"Ray {old} has no token authentication: keep these ports private to the "
+                    "cluster's nodes, and upgrade (RLD701 says how). ") if old else
+                   "Turn token authentication on first (RLD701 says how). ") + fix
         evidence = {
             "node_id": node_id, "ip": node.get("ip"), "is_head": node.get("is_head"),
             "token_authentication": auth, "tls": tls,
@@ -271,6 +274,35 @@ def exposed_endpoint(snap, params):
                    "user code), so they are not reported",
                    {"ports": {nid: [shown(r["address"], r["port"]) + " " + r["endpoint"]
                                     for r in rows] for nid, rows in sorted(quiet.items())}})
+
+
+TOKEN_AUTH_FROM = (2, 52)
+
+
+def _old_ray(cluster: dict) -> str | None:
+    """The cluster's Ray version when it is older than token authentication, else None."""
+    version = str((cluster or {}).get("ray_version") or "")
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        if not digits:
+            return None
+        parts.append(int(digits))
+    return version if len(parts) == 2 and tuple(parts) < TOKEN_AUTH_FROM else None
+
+
+def _token_fix_for(cluster: dict) -> str:
+    old = _old_ray(cluster)
+    if not old:
+        return _TOKEN_FIX
+    return (f"This cluster runs Ray {old}, which has no token authentication (Ray has it from "
+            "2.52 on). Until it is upgraded, keep every Ray port private to the cluster's own "
+            "nodes: a firewall or security group that admits only them (the GCS port, the "
+            "raylet, object manager, worker and agent ports), the dashboard and the Ray Client "
+            "port reached only through a tunnel such as `kubectl port-forward` or SSH, never "
+            "from the internet. Then upgrade the cluster to Ray 2.52 or newer and turn token "
+            "authentication on (RAY_AUTH_MODE=token and one token on every node and client; on "
+            "KubeRay, `spec.authOptions.mode: token`).")
 
 
 @check("RLD701", "auth-disabled", area="security", requires=("cluster",))
@@ -298,9 +330,12 @@ def auth_disabled(snap, params):
         Turn token authentication on for every node and every client in one restart:
         RAY_AUTH_MODE=token and one token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) on every
         node and client; on KubeRay, `spec.authOptions.mode: token`. Nodes and clients in
-        the other mode are refused until all agree (RLD105).
+        the other mode are refused until all agree (RLD105). A cluster of Ray older than
+        2.52 has no token authentication: keep its ports private to its own nodes, reach it
+        through a tunnel, and upgrade.
     """
     cluster = snap["cluster"]
+    token_fix = _token_fix_for(cluster)
     auth, how = auth_state(cluster)
     if auth != "disabled":
         return
@@ -329,14 +364,14 @@ def auth_disabled(snap, params):
                        f"token authentication is off: the cluster accepts clients without a "
                        f"token ({known}), and its Ray ports listen beyond loopback ({first}"
                        f"{more}): anyone who reaches them can run code on every node",
-                       evidence, _TOKEN_FIX)
+                       evidence, token_fix)
             return
         yield warn("cluster",
                    f"token authentication is off: the cluster accepts clients without a token "
                    f"({known}); every Ray port listens on loopback only (socket tables "
                    f"{read_on}), so only this machine's users and processes can get in, until "
                    "a port is widened or a node joins from another host",
-                   evidence, _TOKEN_FIX)
+                   evidence, token_fix)
         return
     remote = [n for n in alive if n.get("ip") and reach(n["ip"], []) != "loopback"]
     addresses = ", ".join(sorted({n["ip"] for n in remote})[:5])
@@ -347,11 +382,11 @@ def auth_disabled(snap, params):
                    f"({known}), and its nodes run on {addresses}, "
                    "where their Ray ports take connections from other hosts: anyone who reaches "
                    "them can run code on every node",
-                   evidence, _TOKEN_FIX)
+                   evidence, token_fix)
         return
     yield warn("cluster",
                f"token authentication is off: the cluster accepts clients without a token "
                f"({known}); its nodes run on loopback addresses, but the nodes' socket tables "
                "were not read, so whether a port listens on every interface is not known "
                "(Ray's GCS and raylets usually do)",
-               evidence, _TOKEN_FIX)
+               evidence, token_fix)

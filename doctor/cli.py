@@ -60,8 +60,9 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto' for the cluster "
-              "on this machine. Default: $RAY_ADDRESS, then auto.")
+@click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
+              "dashboard (what `ray job submit` takes, e.g. a KubeRay port-forward), or 'auto' for "
+              "the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
 @click.option("--from", "from_file", type=click.Path(dir_okay=False),
               help="Diagnose a snapshot recorded by `rldoctor collect` instead of a live cluster.")
 @click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
@@ -131,7 +132,8 @@ def _exit(code: int) -> None:
 @click.option("--bundle", type=click.Path(), metavar="FILE.tar.gz",
               help="Write the incident bundle instead: snapshot, report, log tails, host facts "
               "and stacks of every node in one redacted tar.gz to attach to a ticket.")
-@click.option("--address", help="GCS address HOST:PORT, or 'auto'. Default: $RAY_ADDRESS, then auto.")
+@click.option("--address", help="GCS address HOST:PORT, http(s)://HOST:PORT of the dashboard, "
+              "or 'auto'. Default: $RAY_ADDRESS, then auto.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
               help="Upper bound in seconds on taking the snapshot (the bundle's items have "
               "their own deadlines).")
@@ -154,10 +156,10 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
     if bundle:
         _collect_bundle(bundle, address, timeout, force, max_size, obfuscate)
     try:
-        from rldoctor.collect import collect_snapshot
+        from rldoctor.dashboard.remote import take_snapshot
         from rldoctor.snapshot import dumps
 
-        doc = collect_snapshot(address, timeout_s=timeout, leave=False)
+        doc = take_snapshot(address, timeout_s=timeout, leave=False)
         write_text(dumps(doc), output)
         from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
 

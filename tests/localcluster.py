@@ -116,8 +116,13 @@ def _kill(pids: list[int], sig: int) -> None:
 
 class LocalCluster:
     def __init__(self, nodes: list[NodeSpec], dashboard: bool = True, token_auth: bool = True,
-                 head_env: dict[str, str] | None = None, dashboard_host: str = "127.0.0.1"):
+                 head_env: dict[str, str] | None = None, dashboard_host: str = "127.0.0.1",
+                 bin_dir: Path | None = None):
         self.specs = nodes
+        # The venv whose `ray` starts the nodes and whose python runs drivers: another Ray
+        # release's (tests/ray_venvs.py), or rldoctor's own by default.
+        self.bin = Path(bin_dir) if bin_dir else BIN
+        self.python = str(self.bin / "python")
         self.dashboard = dashboard
         self.dashboard_host = dashboard_host  # "0.0.0.0": the dashboard on every interface
         self.token_auth = token_auth
@@ -181,7 +186,8 @@ class LocalCluster:
                     "logging_level=logging.ERROR, log_to_driver=False)\n")
         # -u: a driver whose cluster lost a worker may leave through Ray's own quick exit,
         # which skips the flush of a buffered stdout.
-        proc = subprocess.run([*self.client_prefix, sys.executable, "-u", "-c", prologue + code],
+        proc = subprocess.run([*self.client_prefix, self.python if self.bin != BIN else sys.executable,
+                               "-u", "-c", prologue + code],
                               capture_output=True, text=True, timeout=timeout,
                               env=self.client_env())
         if proc.returncode:
@@ -211,7 +217,7 @@ class LocalCluster:
         agent, agent_grpc, metrics, runtime_env = free_ports(4, self._ports)
         # Each node gets its own loopback address (127.0.0.1 itself Ray swaps for the
         # host's public IP): nodes look like distinct hosts and traffic never leaves lo.
-        args = [str(BIN / "ray"), "start", "--node-ip-address", self.node_ip(index),
+        args = [str(self.bin / "ray"), "start", "--node-ip-address", self.node_ip(index),
                 "--num-cpus", str(spec.num_cpus),
                 "--object-store-memory", str(spec.object_store_memory),
                 "--dashboard-agent-listen-port", str(agent),

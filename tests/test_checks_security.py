@@ -220,3 +220,23 @@ def test_reports_on_the_fixture_say_it_all_and_mask_nothing_of_it(fmt):
     assert result.code == 1, result
     assert "redacted" not in result.stdout, result.stdout
     assert f"0.0.0.0:{DASHBOARD_PORT}" in result.stdout and "RLD701" in result.stdout
+
+
+@pytest.mark.parametrize("version", ["2.40.0", "2.51.1"])
+def test_a_ray_older_than_token_auth_is_told_to_keep_ports_private_not_to_turn_tokens_on(version):
+    data = copy.deepcopy(SNAP)
+    data["cluster"]["ray_version"] = version
+    [finding], _ = run(auth_disabled, data)
+    assert finding.severity is Severity.FAIL
+    assert f"Ray {version}, which has no token authentication" in finding.fix
+    assert "ray get-auth-token" not in finding.fix and "private" in finding.fix
+    exposed, _ = run(exposed_endpoint, data)
+    assert exposed and all(f"Ray {version} has no token authentication" in f.fix
+                           and "Turn token authentication on first" not in f.fix for f in exposed)
+
+
+def test_token_auth_fix_stays_for_252_and_newer():
+    data = copy.deepcopy(SNAP)
+    data["cluster"]["ray_version"] = "2.52.0"
+    [finding], _ = run(auth_disabled, data)
+    assert "ray get-auth-token --generate" in finding.fix

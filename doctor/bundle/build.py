@@ -58,7 +58,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator, map_path
     from rldoctor.bundle.writer import BundleFile, Member, fit
-    from rldoctor.collect import collect_snapshot
+    from rldoctor.dashboard.remote import take_snapshot
     from rldoctor.diagnose import diagnose
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
@@ -72,7 +72,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
         gatherer = Gatherer(progress=say)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")
         snap_started = time.perf_counter()
-        doc = collect_snapshot(address, timeout_s=timeout_s, extras=(gatherer,))
+        doc = take_snapshot(address, timeout_s=timeout_s, extras=(gatherer,), leave=True)
         snapshot_item = Item("snapshot", "snapshot", file="snapshot.json",
                              duration_s=round(time.perf_counter() - snap_started, 3))
         failed = sorted(k for k, v in (doc.get("collectors") or {}).items()
@@ -81,7 +81,11 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
             snapshot_item.details["sections_failed"] = failed
         items = [snapshot_item] + gatherer.items
         if not gatherer.ran:
+            through_dashboard = (doc.get("source") or {}).get("path") == "dashboard"
             items.append(Item("cluster", "logs, stacks and host facts").fail(
+                "not collected: through the dashboard address the bundle holds the snapshot "
+                "and the report only (run `rldoctor collect --bundle` on a node for logs and "
+                "stacks)" if through_dashboard else
                 "not collected: the driver could not join the cluster"))
         say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
         report = diagnose(Snapshot(doc), dict(doc.get("source") or {}))

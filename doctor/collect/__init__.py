@@ -127,11 +127,24 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
             doc[section] = split(fleet)
 
 
+def _import_before_threads() -> None:
+    """Import Ray's state API and autoscaler SDK once, here: on some releases (2.40) threads
+    importing them side by side see a partially initialized module (ImportError)."""
+    import importlib
+
+    for name in ("ray.util.state", "ray.autoscaler.v2.sdk"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
     from rldoctor.collect import actors, demands, runtime_envs, training
 
+    _import_before_threads()
     cluster = doc.get("cluster")
     listed = pool.submit(_run_section, doc, "actors",
                          lambda: actors.collect_actors(conn, budget, cluster))
@@ -180,7 +193,8 @@ def _alive_ids(doc: dict) -> list[str]:
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     extras: tuple[Callable[..., None], ...] = (), leave: bool = True) -> dict:
+                     extras: tuple[Callable[..., None], ...] = (), leave: bool = True,
+                     on_refused=None) -> dict:
     """One snapshot of the cluster at `address`, within `timeout_s`.
 
     Each of `extras` is called as `extra(conn, budget, fleet, doc)` once every section is
@@ -190,7 +204,7 @@ def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
     after: the probes are killed either way, and the driver's end ends its job.
     """
     with quiet_ray() as ray_log:
-        session = LiveSession(address, ray_log)
+        session = LiveSession(address, ray_log, on_refused=on_refused)
         try:
             return session.snapshot(timeout_s, extras)
         finally:
@@ -205,9 +219,13 @@ class LiveSession:
     for joining and starting probes again. `close()` kills every probe.
     """
 
-    def __init__(self, address: str | None, ray_log: str | None = None):
+    def __init__(self, address: str | None, ray_log: str | None = None, on_refused=None):
         from rldoctor.collect.fleet import Fleet
 
+        # Called as on_refused(gcs_address, budget, VersionMismatch) when Ray refuses this
+        # driver; a snapshot it returns is used as is (the client's dashboard fallback,
+        # rldoctor.dashboard.remote.after_refusal; never set inside the cluster).
+        self.on_refused = on_refused
         self.resolved = connect.resolve(address)
         self.ray_log = ray_log
         self.conn = None
@@ -224,8 +242,11 @@ class LiveSession:
                 self.conn = connect.join(self.resolved,
                                          timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                          ray_log=self.ray_log)
-            except connect.VersionMismatch as exc:  # what needs no driver is still read
-                from rldoctor.collect import driverless
+            except connect.VersionMismatch as exc:
+                through = self.on_refused(self.resolved, budget, exc) if self.on_refused else None
+                if through is not None:  # the collectors run inside, with the cluster's Ray
+                    return through
+                from rldoctor.collect import driverless  # what needs no driver is still read
 
                 driverless.collect(doc, self.resolved, budget, exc)
                 return doc

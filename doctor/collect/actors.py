@@ -84,8 +84,10 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
             "is_detached": a.is_detached,
             "repr_name": a.repr_name or "",
             "placement_group_id": a.placement_group_id or None,
-            "num_restarts": int(a.num_restarts or 0),
-            "num_restarts_due_to_node_preemption": int(a.num_restarts_due_to_node_preemption or 0),
+            "num_restarts": int(getattr(a, "num_restarts", 0) or 0),
+            # the field is newer than 2.40: read it where the cluster's Ray has it
+            "num_restarts_due_to_node_preemption": int(
+                getattr(a, "num_restarts_due_to_node_preemption", 0) or 0),
             "death_cause": _death_cause(a.death_cause),
             "required_resources": dict(a.required_resources or {}),
         })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 
 DASHBOARD_TIMEOUT_S = 3.0  # it answers its health routes in milliseconds when it is well
@@ -31,9 +32,16 @@ def collect(conn, budget) -> dict:
     if conn.dashboard_url:
         started = time.perf_counter()
         try:
-            reply = dashboard_get(conn.dashboard_url, "/api/authentication_mode",
-                                  budget.left(DASHBOARD_TIMEOUT_S))
-            facts["auth_mode"] = reply.get("authentication_mode", facts["auth_mode"])
+            try:
+                reply = dashboard_get(conn.dashboard_url, "/api/authentication_mode",
+                                      budget.left(DASHBOARD_TIMEOUT_S))
+                facts["auth_mode"] = reply.get("authentication_mode", facts["auth_mode"])
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:
+                    raise
+                # Ray before 2.52: no such route, and no token authentication either
+                dashboard_get(conn.dashboard_url, "/api/version", budget.left(DASHBOARD_TIMEOUT_S))
+                facts["auth_mode"] = "disabled"
             facts["state_api"] = True
             facts["dashboard_ms"] = round((time.perf_counter() - started) * 1000, 2)
         except (OSError, ValueError) as exc:

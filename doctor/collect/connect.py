@@ -39,7 +39,8 @@ def resolve(address: str | None) -> str:
     address = address or os.environ.get("RAY_ADDRESS") or "auto"
     if address.startswith(("ray://", "http://", "https://")):
         raise Undiagnosable(
-            f"--address {address}: rldoctor joins through the GCS; {HOW_TO_POINT}")
+            f"--address {address}: this command joins through the GCS (only `check` and "
+            f"`collect` take the dashboard's http(s):// address); {HOW_TO_POINT}")
     if address in ("auto", "local"):
         from rldoctor.collect.private import resolve_local_address
 

@@ -144,6 +144,8 @@ class Fleet:
         for each one's facts; returns at once."""
         import ray
 
+        from rldoctor.collect.placement import on_node
+
         self.actors.clear()
         self.facts.clear()
         self.failed.clear()
@@ -154,8 +156,7 @@ class Fleet:
             self._actor_cls = ray.remote(num_cpus=0, max_restarts=0)(probes.NodeProbe)
         for node_id in node_ids:
             if node_id not in self._by_node:
-                self._by_node[node_id] = self._actor_cls.options(
-                    label_selector={"ray.io/node-id": node_id}).remote()
+                self._by_node[node_id] = on_node(self._actor_cls, node_id).remote()
         self._asked = Asked(self._by_node, {}, {n: (n, "facts") for n in node_ids})
 
     @property

@@ -107,11 +107,16 @@ def _interleaved_pings(suspect, peer, count: int, budget) -> tuple[list[float], 
 
 def _pull_seconds(fleet, node_id: str, source: str | None, object_bytes: int, budget) -> float:
     """Seconds for `node_id` to fetch a fresh object put by the driver, or made on `source`."""
-    import numpy as np
     import ray
 
     if source is None:
-        ref = ray.put(np.ones(object_bytes, dtype=np.uint8))
+        try:  # numpy travels zero-copy; a cluster without it (stdlib + ray) sends bytes
+            import numpy as np
+
+            payload = np.ones(object_bytes, dtype=np.uint8)
+        except ImportError:
+            payload = b"\x01" * object_bytes
+        ref = ray.put(payload)
     else:
         ref = fleet.actors[source].make.remote(object_bytes)
         ray.wait([ref], timeout=budget.left(10), fetch_local=False)

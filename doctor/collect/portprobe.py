@@ -182,8 +182,10 @@ def listen_on(node_id: str, hold_s: float, timeout_s: float) -> dict:
     driver live) is tested all the same. Returns what the task answered, or {"error"}."""
     import ray
 
+    from rldoctor.collect.placement import on_node
+
     task = ray.remote(num_cpus=0, max_retries=0)(listen_in_worker_range)
-    ref = task.options(label_selector={"ray.io/node-id": node_id}).remote(hold_s)
+    ref = on_node(task, node_id).remote(hold_s)
     try:
         return ray.get(ref, timeout=timeout_s)
     except Exception as exc:

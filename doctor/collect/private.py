@@ -56,16 +56,30 @@ def resource_demands(gcs_address: str, timeout_s: float) -> dict[str, Any]:
             "cluster_constraints": constraints}
 
 
+def grpc_channel(address: str):
+    """The channel Ray's own clients use (with its auth interceptor, 2.52+); older releases
+    keep the same helper in ray._private.utils, and plain grpc is the last resort."""
+    try:
+        from ray._private.grpc_utils import init_grpc_channel
+    except ImportError:
+        try:
+            from ray._private.utils import init_grpc_channel
+        except ImportError:
+            import grpc
+
+            return grpc.insecure_channel(address)
+    return init_grpc_channel(address)
+
+
 def raylet_ping(ip: str, port: int, timeout_s: float) -> str:
     """One cheap RPC to a node's raylet (GetSystemConfig); raises if it does not answer in time.
 
     With the channel Ray's own clients use (and its auth interceptor). Returns the raylet's
     system config: the JSON of the `_system_config` the cluster was started with.
     """
-    from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
 
-    channel = init_grpc_channel(f"{ip}:{port}")
+    channel = grpc_channel(f"{ip}:{port}")
     try:
         reply = node_manager_pb2_grpc.NodeManagerServiceStub(channel).GetSystemConfig(
             node_manager_pb2.GetSystemConfigRequest(), timeout=timeout_s)
@@ -80,10 +94,9 @@ def raylet_node_stats(ip: str, port: int, timeout_s: float) -> dict[str, Any]:
     What `ray memory` reads (ray._private.internal_api.node_stats), with our own
     timeout instead of its fixed 30 s, so a dying node cannot stall the doctor.
     """
-    from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
 
-    channel = init_grpc_channel(f"{ip}:{port}")
+    channel = grpc_channel(f"{ip}:{port}")
     try:
         stub = node_manager_pb2_grpc.NodeManagerServiceStub(channel)
         reply = stub.GetNodeStats(node_manager_pb2.GetNodeStatsRequest(include_memory_info=False),
@@ -113,9 +126,12 @@ def http_auth_headers() -> dict[str, str]:
     empty when the cluster does not use token auth. Follows the mode rldoctor joined in
     (rldoctor.collect.auth.decide).
     """
-    from ray._private.authentication.http_token_authentication import (
-        get_auth_headers_if_auth_enabled,
-    )
+    try:
+        from ray._private.authentication.http_token_authentication import (
+            get_auth_headers_if_auth_enabled,
+        )
+    except ImportError:  # Ray before 2.52 has no token authentication
+        return {}
 
     return dict(get_auth_headers_if_auth_enabled({}) or {})
 
@@ -123,16 +139,20 @@ def http_auth_headers() -> dict[str, str]:
 def refresh_auth_config() -> None:
     """Make an already imported Ray re-read RAY_AUTH_MODE and its token (it reads them at
     import); what Ray's own CLI does when it switches a process to token mode."""
-    from ray._raylet import AuthenticationTokenLoader, Config
-
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+    except ImportError:  # Ray before 2.52: no token authentication to refresh
+        return
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
 
 
 def auth_mode_in_effect() -> str:
     """'token' or 'disabled': the mode this process's Ray core uses now."""
-    from ray._raylet import AuthenticationMode, get_authentication_mode
-
+    try:
+        from ray._raylet import AuthenticationMode, get_authentication_mode
+    except ImportError:  # Ray before 2.52 has no token authentication
+        return "disabled"
     return "token" if get_authentication_mode() == AuthenticationMode.TOKEN else "disabled"
 
 

@@ -103,9 +103,9 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
              "runs": list(runs)}), kind)
         source = dict(snap.get("source") or {})
     else:
-        from rldoctor.collect import collect_snapshot
+        from rldoctor.dashboard.remote import take_snapshot
 
-        snap = snapshots.validate(collect_snapshot(address, timeout_s=timeout, leave=False),
+        snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False),
                                   "live cluster")
         source = dict(snap.get("source") or {})
     if specs:

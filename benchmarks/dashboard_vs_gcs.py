@@ -1,0 +1,77 @@
+"""Wall time of `rldoctor check` through the dashboard address against the GCS address.
+
+    python benchmarks/dashboard_vs_gcs.py [--repeats 3]
+
+Starts the local 3-node test cluster (head + 2 workers, one CPU each, token auth) and runs,
+on the same cluster, `rldoctor check --format json`:
+- through the GCS address (rldoctor joins as a driver on this machine, a node of the cluster);
+- through the dashboard address `http://127.0.0.1:<port>` (HTTP only on the client; the
+  collectors run inside the cluster as a 0-CPU Ray job): the first run uploads the package,
+  the next ones find it on the cluster and skip the upload.
+Prints each path's median wall, every sample, the ratio (goal: the dashboard path within 2x
+of the GCS path) and, for the dashboard path, where the time went (identify, upload, the
+job, the job's own collection). Stops the cluster at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from localcluster import three_nodes  # noqa: E402
+
+RLDOCTOR = str(Path(sys.executable).parent / "rldoctor")
+
+
+def run(address: str, env: dict, out: Path) -> tuple[float, dict]:
+    started = time.monotonic()
+    proc = subprocess.run([RLDOCTOR, "check", "--address", address, "--format", "json",
+                           "--output", str(out)], env=env, capture_output=True, text=True,
+                          timeout=180)
+    wall = time.monotonic() - started
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"rldoctor check --address {address} exited {proc.returncode}: "
+                         f"{proc.stderr.strip()[-500:]}")
+    return wall, json.loads(out.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    out = Path(tempfile.mkdtemp(prefix="rldoctor-bench-")) / "report.json"
+    with three_nodes() as cluster:
+        env = cluster.client_env()
+        env.pop("RAY_AUTH_MODE", None)
+        gcs, dash, phases = [], [], []
+        for i in range(args.repeats + 1):
+            wall, _ = run(cluster.dashboard_url, env, out)
+            dash.append(wall)
+            report = json.loads(out.read_text())
+            phases.append(next((n for n in report.get("notes") or []
+                                if n.startswith("examined through the dashboard")), ""))
+            if i < args.repeats:
+                gcs.append(run(cluster.address, env, out)[0])
+        cold, warm = dash[0], dash[1:]
+        print(f"GCS path        median {statistics.median(gcs):.2f}s  samples "
+              + " ".join(f"{s:.2f}" for s in gcs))
+        print(f"dashboard path  first run (uploads the package) {cold:.2f}s")
+        print(f"dashboard path  median {statistics.median(warm):.2f}s  samples "
+              + " ".join(f"{s:.2f}" for s in warm) + "  (package already on the cluster)")
+        ratio = statistics.median(warm) / statistics.median(gcs)
+        print(f"ratio dashboard/GCS {ratio:.2f}x (goal: within 2x)")
+        print(f"last dashboard run: {phases[-1][:300]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""The package the dashboard path ships to the cluster: rldoctor's collectors and what they
+import from rldoctor, nothing else (no checks, no reports, no click).
+
+The files are found by following `rldoctor.*` imports from rldoctor.collect and the job's
+entry point (rldoctor.collect.job_main); the zip is byte-for-byte the same for the same
+sources (fixed timestamps, sorted names), so its name `_ray_pkg_<sha1>.zip` says whether the
+cluster already holds it. Ray unpacks a `gcs://` py_modules zip as is, so `rldoctor/` is the
+zip's top folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import io
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOTS = ("rldoctor.collect", "rldoctor.collect.job_main")
+_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
+
+
+def _source_of(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin)
+
+
+def _imported(path: Path, package: str) -> set[str]:
+    """Every module named by an import in `path` (function-level imports included)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the importing package
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                mod = f"{base}.{node.module}" if node.module else base
+            else:
+                mod = node.module or ""
+            names.add(mod)
+            names.update(f"{mod}.{alias.name}" for alias in node.names)
+    return names
+
+
+def shipped_modules() -> dict[str, Path]:
+    """{module name: source file} of everything the collectors need from rldoctor."""
+    found: dict[str, Path] = {}
+    collect_dir = _source_of("rldoctor.collect").parent
+    todo = list(ROOTS) + [f"rldoctor.collect.{p.stem}" for p in sorted(collect_dir.glob("*.py"))
+                          if p.stem != "__init__"]
+    while todo:
+        name = todo.pop()
+        if name in found or not (name == "rldoctor" or name.startswith("rldoctor.")):
+            continue
+        try:
+            path = _source_of(name)
+        except (ImportError, ValueError):
+            path = None
+        if path is None:
+            continue  # `from rldoctor.x import name` also names x.name, which may be an attribute
+        found[name] = path
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # parent packages
+        todo.extend(_imported(path, package))
+    return found
+
+
+def archive_name(module: str, path: Path) -> str:
+    return "/".join(module.split(".")) + ("/__init__.py" if path.name == "__init__.py" else ".py")
+
+
+@dataclass
+class Package:
+    data: bytes
+    sha1: str
+    modules: list[str]
+
+    @property
+    def name(self) -> str:
+        return f"_ray_pkg_{self.sha1}.zip"
+
+    @property
+    def uri(self) -> str:
+        return f"gcs://{self.name}"
+
+
+def build() -> Package:
+    modules = shipped_modules()
+    members = sorted((archive_name(m, p), p.read_bytes()) for m, p in modules.items())
+    digest = hashlib.sha1()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            digest.update(name.encode() + b"\0" + data + b"\0")
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return Package(data=buffer.getvalue(), sha1=digest.hexdigest(), modules=sorted(modules))

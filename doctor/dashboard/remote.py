@@ -1,0 +1,102 @@
+"""A snapshot through the dashboard address: identify, ship, run the job, read it back.
+
+`take_snapshot` is what `check` and `collect` call: an `http(s)://` address (given, or in
+RAY_ADDRESS) goes through the dashboard; any other goes through the GCS as before.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rldoctor.dashboard import is_dashboard_address
+from rldoctor.dashboard.http import REQUEST_TIMEOUT_S, Dashboard
+
+
+def chosen_address(address: str | None) -> str | None:
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=()) -> dict:
+    wanted = chosen_address(address)
+    if is_dashboard_address(wanted):
+        return collect_through_dashboard(wanted, timeout_s)
+    from rldoctor.collect import collect_snapshot
+
+    return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
+                            on_refused=after_refusal)
+
+
+def open_dashboard(address: str) -> Dashboard:
+    from rldoctor.auth_token import find_token
+
+    token, source = find_token()
+    return Dashboard(address, token=token, token_source=source,
+                     timeout_s=REQUEST_TIMEOUT_S)
+
+
+def collect_through_dashboard(address: str, timeout_s: float) -> dict:
+    from rldoctor.dashboard import cluster_info, package
+    from rldoctor.dashboard.job import CollectorJob, ensure_package
+
+    started = time.monotonic()
+    dash = open_dashboard(address)
+    info = cluster_info.identify(dash)
+    identified = time.monotonic()
+    pkg = package.build()
+    uploaded = ensure_package(dash, pkg)
+    shipped = time.monotonic()
+    with CollectorJob(dash, pkg, timeout_s) as job:
+        job.submit()
+        job.wait()
+        doc = job.snapshot()
+    finished = time.monotonic()
+    inside = (doc.get("source") or {}).get("collected_by") or {}
+    doc["source"] = {
+        "kind": "live", "address": dash.url, "path": "dashboard",
+        "gcs_address": (doc.get("source") or {}).get("address"),
+        "job": job.submission_id, "collected_by": inside,
+        "cluster_ray_version": inside.get("ray_version") or info.ray_version,
+        "cluster_python_version": inside.get("python_version") or info.python_version,
+    }
+    doc.setdefault("timing", {})["dashboard"] = {
+        "identify_s": round(identified - started, 3),
+        "package_s": round(shipped - identified, 3), "uploaded": uploaded,
+        "job_s": job.timing.get("job_s"), "job_started_s": job.timing.get("started_s"),
+        "total_s": round(finished - started, 3)}
+    doc.setdefault("notes", []).append(
+        f"examined through the dashboard at {dash.url}: the collectors ran inside the cluster "
+        f"as the Ray job {job.submission_id} (0 CPUs) with the cluster's own Ray "
+        f"{doc['source']['cluster_ray_version']} and Python "
+        f"{doc['source']['cluster_python_version'] or 'unknown'}, and the job was deleted "
+        f"afterwards; the package ({len(pkg.data) // 1024} KiB) was "
+        + ("uploaded" if uploaded else "already on the cluster"))
+    return doc
+
+
+def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
+    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
+    dashboard (as `--address http://...` does), or None when no dashboard answers."""
+    try:
+        from rldoctor.collect.private import dashboard_address
+
+        found = dashboard_address(gcs_address, budget.left(5.0))
+    except Exception:
+        return None
+    if not found:
+        return None
+    host, _, port = found.rpartition(":")
+    if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
+        host = gcs_address.rpartition(":")[0]
+    url = f"http://{host}:{port}"
+    try:
+        doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
+    except Exception:
+        return None
+    told = " ".join(str(mismatch).split())[:400]
+    doc.setdefault("notes", []).insert(0, (
+        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
+        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
+        "cluster with its own Ray and Python. Next time give --address " + url))
+    doc["source"]["requested_address"] = gcs_address
+    return doc

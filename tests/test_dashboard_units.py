@@ -1,0 +1,338 @@
+"""The dashboard address without a cluster: what rldoctor ships, and every bad answer.
+
+The servers here are real HTTP servers on free ports: one that is not a Ray dashboard at
+all, one that accepts connections and never answers, and a small stand-in that answers the
+dashboard's routes the way a dashboard of a given Ray does (old versions, refused tokens,
+a job that fails or never starts), recording what rldoctor sent.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import run_rldoctor
+from localcluster import free_ports
+
+SECRET = "s3cr3t-token-0123456789abcdef"
+
+
+class StandIn:
+    """A dashboard stand-in: `ray_version`, `token`, and how its jobs behave."""
+
+    def __init__(self, ray_version="2.60.0", token=None, job_status="FAILED",
+                 job_logs="Traceback (most recent call last):\nRuntimeError: boom on the head\n"):
+        self.ray_version = ray_version
+        self.token = token
+        self.job_status = job_status
+        self.job_logs = job_logs
+        self.requests: list[tuple[str, str, dict]] = []
+        self.packages: set[str] = set()
+        self.deleted: set[str] = set()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, status, body):
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                owner.requests.append((method, self.path, dict(self.headers), body))
+                path = self.path.split("?")[0]
+                if path == "/api/version":
+                    return self._answer(200, {"version": "4", "ray_version": owner.ray_version})
+                if path == "/api/authentication_mode":
+                    return self._answer(200, {"authentication_mode": "token" if owner.token else "disabled"})
+                if owner.token:
+                    sent = self.headers.get("Authorization")
+                    if not sent:
+                        return self._answer(401, {"error": "missing token"})
+                    if sent != f"Bearer {owner.token}":
+                        return self._answer(403, {"error": "wrong token"})
+                if path == "/api/v0/cluster_metadata":
+                    return self._answer(200, {"result": True, "data": {"pythonVersion": "3.11.7"}})
+                if path.startswith("/api/packages/gcs/"):
+                    name = path.rsplit("/", 1)[1]
+                    if method == "PUT":
+                        owner.packages.add(name)
+                        return self._answer(200, {})
+                    return self._answer(200 if name in owner.packages else 404, {})
+                if path == "/api/jobs/" and method == "POST":
+                    sub = json.loads(body)["submission_id"]
+                    return self._answer(200, {"job_id": "02000000", "submission_id": sub})
+                if path.endswith("/logs"):
+                    return self._answer(200, {"logs": owner.job_logs})
+                if path.endswith("/stop"):
+                    return self._answer(200, {"stopped": True})
+                if path.startswith("/api/jobs/") and method == "DELETE":
+                    owner.deleted.add(path)
+                    return self._answer(200, {"deleted": True})
+                if path in owner.deleted:
+                    return self._answer(404, b"Job does not exist")
+                if path.startswith("/api/jobs/"):
+                    stopped = any(m == "POST" and p.endswith("/stop") for m, p, _, _ in owner.requests)
+                    return self._answer(200, {"status": "STOPPED" if stopped else owner.job_status,
+                                              "message": "Job has not started yet. It may be "
+                                              "waiting for the runtime environment to be set up."})
+                return self._answer(404, b"not found")
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_PUT(self):
+                self._handle("PUT")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_DELETE(self):
+                self._handle("DELETE")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stand_in():
+    made = []
+
+    def make(**kwargs):
+        made.append(StandIn(**kwargs))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
+
+
+def _env(tmp_path, **extra):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(tmp_path)
+    env.update(extra)
+    return env
+
+
+def _one_line(result):
+    lines = result.stderr.strip().splitlines()
+    assert result.code == 3, result
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result
+    return lines[0]
+
+
+# -- what is shipped ----------------------------------------------------------------------
+
+ALLOWED_OUTSIDE_STDLIB = {
+    "ray",
+    "rldoctor",
+    "grpc",  # grpcio: ray[default] has it, and the dashboard (the only way in) needs ray[default]
+}
+
+
+def _top_imports(source: str) -> dict[str, bool]:
+    """{top-level module: imported only inside a `try` that catches ImportError}."""
+    tree = ast.parse(source)
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                for h in node.handlers):
+            for inner in node.body:
+                for sub in ast.walk(inner):
+                    guarded.add(id(sub))
+    found: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        for name in names:
+            top = name.split(".")[0]
+            found[top] = found.get(top, True) and id(node) in guarded
+    return found
+
+
+def test_shipped_package_imports_only_stdlib_ray_and_itself(tmp_path):
+    from rldoctor.dashboard import package
+
+    pkg = package.build()
+    assert package.build().sha1 == pkg.sha1  # same sources, same name: the upload is skipped
+    names = zipfile.ZipFile(__import__("io").BytesIO(pkg.data)).namelist()
+    assert "rldoctor/collect/job_main.py" in names and all(n.startswith("rldoctor/") for n in names)
+    # the client side never travels: no checks, reports, CLI or HTTP client
+    assert not any(n.startswith(("rldoctor/render/", "rldoctor/dashboard/", "rldoctor/lint/"))
+                   or n in ("rldoctor/cli.py", "rldoctor/registry.py") for n in names), names
+    outside = {}
+    for name in names:
+        source = zipfile.ZipFile(__import__("io").BytesIO(pkg.data)).read(name).decode()
+        for top, guarded in _top_imports(source).items():
+            if top in sys.stdlib_module_names or top in ALLOWED_OUTSIDE_STDLIB or top == "__future__":
+                continue
+            if not guarded:
+                outside.setdefault(top, []).append(name)
+    assert outside == {}, outside
+    # and it imports from the zip alone, where click, psutil, tabulate and torch are absent
+    zipfile.ZipFile(__import__("io").BytesIO(pkg.data)).extractall(tmp_path)
+    modules = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in names]
+    code = (
+        "import sys, importlib\n"
+        "class NotOnTheCluster:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('click', 'psutil', 'tabulate', 'torch', 'gymnasium',\n"
+        "                                  'matplotlib', 'prometheus_client', 'numpy'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, NotOnTheCluster())\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        f"for name in {modules!r}:\n"
+        "    mod = importlib.import_module(name)\n"
+        f"    assert mod.__file__.startswith({str(tmp_path)!r}), (name, mod.__file__)\n"
+        "print('ok', len(sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stderr[-3000:]
+
+
+def test_frame_round_trip_among_ray_output():
+    from rldoctor.collect.job_main import frame, unframe
+
+    doc = {"schema": "rldoctor.snapshot/v1", "nodes": [{"node_id": "a" * 56}] * 50}
+    logs = "(raylet) noise\n" + frame(doc) + "\n(raylet) more noise\n"
+    assert unframe(logs) == doc
+    assert unframe(logs[: len(logs) // 2]) is None  # a cut frame is no snapshot
+
+
+# -- bad input and faults: one line, exit 3 -----------------------------------------------
+
+def test_nothing_listening(tmp_path):
+    port = free_ports(1)[0]
+    result = run_rldoctor("check", "--address", f"http://127.0.0.1:{port}", env=_env(tmp_path))
+    line = _one_line(result)
+    assert "cannot reach a Ray dashboard" in line and str(port) in line
+    assert result.seconds < 15
+
+
+def test_not_a_ray_dashboard(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path)
+    try:
+        port = int(proc.stdout.readline().split("port ")[1].split()[0])
+        result = run_rldoctor("check", "--address", f"http://127.0.0.1:{port}",
+                              env=_env(tmp_path))
+        assert "is not a Ray dashboard" in _one_line(result)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_port_that_never_answers_fails_within_15s(tmp_path):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts into the backlog, never reads or answers
+    try:
+        result = run_rldoctor("check", "--address", f"http://127.0.0.1:{silent.getsockname()[1]}",
+                              env=_env(tmp_path), timeout=60)
+        assert "no answer from" in _one_line(result)
+        assert result.seconds < 15, result
+    finally:
+        silent.close()
+
+
+def test_dashboard_of_a_ray_older_than_240(tmp_path, stand_in):
+    server = stand_in(ray_version="2.9.3")
+    line = _one_line(run_rldoctor("check", "--address", server.url, env=_env(tmp_path)))
+    assert "Ray 2.9.3" in line and "2.40" in line
+    assert not any(m == "POST" for m, *_ in server.requests)  # nothing was submitted
+
+
+@pytest.mark.parametrize("given", [None, "wrong-token-0123456789"])
+def test_token_missing_or_wrong(tmp_path, stand_in, given):
+    server = stand_in(token=SECRET)
+    env = _env(tmp_path, **({"RAY_AUTH_TOKEN": given} if given else {}))
+    result = run_rldoctor("check", "--address", server.url, env=env)
+    line = _one_line(result)
+    assert ("found no token" in line) if given is None else ("refused the token from RAY_AUTH_TOKEN" in line)
+    assert "403" in line if given else "401" in line
+    for secret in (SECRET, "wrong-token-0123456789"):
+        assert secret not in result.stdout + result.stderr
+
+
+def test_requests_look_like_rays_sdk_not_a_browser(tmp_path, stand_in):
+    server = stand_in(token=SECRET, job_status="FAILED")
+    token_file = tmp_path / "token"
+    token_file.write_text(SECRET + "\n")
+    result = run_rldoctor("collect", "--output", str(tmp_path / "s.json"), "--address", server.url,
+                          env=_env(tmp_path, RAY_AUTH_TOKEN_PATH=str(token_file)))
+    _one_line(result)
+    assert SECRET not in result.stdout + result.stderr
+    for method, path, headers, _ in server.requests:
+        lowered = {k.lower(): v for k, v in headers.items()}
+        assert not lowered["user-agent"].startswith("Mozilla")
+        assert "origin" not in lowered and "referer" not in lowered
+        if path not in ("/api/version", "/api/authentication_mode"):
+            assert lowered["authorization"] == f"Bearer {SECRET}", (method, path)
+    posted = [json.loads(body) for m, p, _, body in server.requests if m == "POST" and p == "/api/jobs/"]
+    assert len(posted) == 1
+    job = posted[0]
+    assert job["entrypoint_num_cpus"] == 0 and job["submission_id"].startswith("rldoctor-")
+    assert job["runtime_env"] == {"py_modules": [f"gcs://{next(iter(server.packages))}"]}
+    assert set(job) <= {"entrypoint", "submission_id", "runtime_env", "metadata", "entrypoint_num_cpus"}
+
+
+def test_job_failing_on_the_cluster_quotes_its_error_and_is_deleted(tmp_path, stand_in):
+    server = stand_in(job_status="FAILED")
+    line = _one_line(run_rldoctor("check", "--address", server.url, env=_env(tmp_path)))
+    assert "failed on the cluster" in line and "RuntimeError: boom on the head" in line
+    sub = next(json.loads(b)["submission_id"] for m, p, _, b in server.requests
+               if m == "POST" and p == "/api/jobs/")
+    assert ("DELETE", f"/api/jobs/{sub}") in [(m, p) for m, p, *_ in server.requests]
+
+
+def test_job_stuck_pending_is_stopped_and_deleted(tmp_path, stand_in):
+    server = stand_in(job_status="PENDING")
+    started = time.monotonic()
+    line = _one_line(run_rldoctor("check", "--address", server.url, "--timeout", "2",
+                                  env=_env(tmp_path)))
+    assert "could not start" in line and "PENDING" in line and "runtime environment" in line
+    assert time.monotonic() - started < 15
+    calls = [(m, p) for m, p, *_ in server.requests]
+    sub = next(p.split("/")[3] for m, p in calls if m == "GET" and p.startswith("/api/jobs/rldoctor-"))
+    assert ("POST", f"/api/jobs/{sub}/stop") in calls and ("DELETE", f"/api/jobs/{sub}") in calls
+
+
+def test_upload_skipped_when_the_cluster_has_the_package(tmp_path, stand_in):
+    server = stand_in(job_status="FAILED")
+    for _ in range(2):
+        run_rldoctor("check", "--address", server.url, env=_env(tmp_path))
+    puts = [p for m, p, *_ in server.requests if m == "PUT"]
+    assert len(puts) == 1 and puts[0].startswith("/api/packages/gcs/_ray_pkg_")
+
+
+def test_ray_address_http_is_taken_like_address(tmp_path, stand_in):
+    server = stand_in(ray_version="2.30.0")
+    line = _one_line(run_rldoctor("check", env=_env(tmp_path, RAY_ADDRESS=server.url)))
+    assert "Ray 2.30.0" in line

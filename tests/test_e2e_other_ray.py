@@ -1,0 +1,126 @@
+"""End to end: a cluster of another Ray release, diagnosed through its dashboard address.
+
+A 3-node cluster started from a venv of Ray 2.40.0, then one of 2.55.0 (tests/ray_venvs.py: built once per
+machine, cached outside the clone), with a detached actor that crash-loops on one node.
+rldoctor (the pinned Ray on this side) reaches it only over HTTP: the collectors run inside
+the cluster as a job with the cluster's own Ray, and the report lists every node
+with its version, names the crash loop (RLD401) on the right actor, fits its security fix
+to a Ray without token authentication, and leaves no job and no probe actor behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+
+import pytest
+
+from conftest import run_rldoctor
+from localcluster import LocalCluster, NodeSpec
+from ray_venvs import ray_venv
+
+pytestmark = pytest.mark.cluster
+
+VERSIONS = ("2.40.0", "2.55.0")  # the oldest supported, and one 2.5x with token auth
+
+# The fault of tests/faults.py, pinned the way Ray 2.40 can (it has no label_selector).
+CRASH_THREE_TIMES = """
+import os, time
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+@ray.remote(max_restarts=5, num_cpus=0)
+class EnvSimulator:
+    def crash(self):
+        os._exit(1)
+    def pid(self):
+        return os.getpid()
+def pid_of(actor):
+    for _ in range(100):
+        try:
+            return ray.get(actor.pid.remote())
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError("actor never came back")
+a = EnvSimulator.options(name="flaky-sim", lifetime="detached", namespace="e2e",
+        scheduling_strategy=NodeAffinitySchedulingStrategy(NODE, soft=False)).remote()
+for _ in range(3):
+    pid_of(a)
+    try:
+        ray.get(a.crash.remote())
+    except Exception:
+        pass
+pid_of(a)
+print("=>", a._actor_id.hex())
+"""
+
+LEFTOVERS = """
+import json
+from ray.util.state import list_actors
+alive = [a for a in list_actors(limit=10000, raise_on_missing_output=False)
+         if (a.ray_namespace or "").startswith("rldoctor-") and a.state != "DEAD"]
+print("=>", len(alive))
+"""
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def cluster(request):
+    bin_dir = ray_venv(request.param)
+    with LocalCluster([NodeSpec() for _ in range(3)], token_auth=False, bin_dir=bin_dir) as made:
+        made.ray_version = request.param
+        yield made
+
+
+@pytest.fixture(scope="module")
+def crash_loop(cluster):
+    return cluster.run_driver(f"NODE = {cluster.nodes[2].node_id!r}\n" + CRASH_THREE_TIMES).strip()
+
+
+def laptop_env(cluster) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(cluster.home)
+    return env
+
+
+def test_a_cluster_of_another_ray_through_its_dashboard(cluster, crash_loop, tmp_path):
+    VERSION = cluster.ray_version
+    out = tmp_path / "report.json"
+    result = run_rldoctor("check", "--address", cluster.dashboard_url, "--format", "json",
+                          "--output", str(out), env=laptop_env(cluster))
+    assert result.code in (0, 1), result
+    report = json.loads(out.read_text())
+    assert report["source"]["path"] == "dashboard"
+    assert report["source"]["cluster_ray_version"] == VERSION
+    rows = report["cluster"]["rows"]
+    assert {r["node_id"] for r in rows} == {n.node_id for n in cluster.nodes}
+    assert report["cluster"]["ray_version"] == VERSION
+    # measured inside the cluster: the probes ran on every node of the old release
+    assert all(r["rtt_p50_ms"] is not None for r in rows), rows
+    [restarts] = [f for f in report["findings"] if f["code"] == "RLD401"]
+    assert crash_loop in restarts["subject"], restarts
+    assert cluster.nodes[2].node_id in json.dumps(restarts["evidence"])
+    # no finding about the laptop's Ray differing from the cluster's
+    assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
+    [auth] = [f for f in report["findings"] if f["code"] == "RLD701"]
+    if VERSION < "2.52":
+        assert f"Ray {VERSION}, which has no token authentication" in auth["fix"]
+    else:
+        assert "ray get-auth-token --generate" in auth["fix"]
+    # nothing left behind
+    with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
+        assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
+    assert cluster.run_driver(LEFTOVERS).strip() == "0"
+
+
+def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_loop, tmp_path):
+    out = tmp_path / "report.json"
+    result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
+                          "--output", str(out), env=laptop_env(cluster))
+    assert result.code in (0, 1), result
+    report = json.loads(out.read_text())
+    assert report["source"]["path"] == "dashboard", report["source"]
+    assert any("went through the cluster's dashboard" in n and cluster.ray_version in n
+               for n in report["notes"]), report["notes"]
+    [restarts] = [f for f in report["findings"] if f["code"] == "RLD401"]
+    assert crash_loop in restarts["subject"]
+    assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
+    assert cluster.run_driver(LEFTOVERS).strip() == "0"
