@@ -26,8 +26,7 @@ def pid_of(actor):
         except Exception:
             time.sleep(0.2)
     raise RuntimeError("actor never came back")
-a = EnvSimulator.options(name="flaky-sim", lifetime="detached", namespace="e2e",
-                         label_selector={"ray.io/node-id": NODE}).remote()
+a = EnvSimulator.options(name="flaky-sim", lifetime="detached", namespace="e2e", **PIN).remote()
 for _ in range(3):
     pid_of(a)
     try:
@@ -62,9 +61,17 @@ except Exception as exc:
 """
 
 
-def actor_that_crashes_three_times(cluster: LocalCluster, node_id: str) -> str:
+# How a driver pins an actor to NODE: label_selector (Ray 2.60), or the node-affinity strategy
+# every supported Ray has (2.40 has no label_selector).
+PIN_BY_LABEL = 'PIN = {"label_selector": {"ray.io/node-id": NODE}}\n'
+PIN_BY_AFFINITY = ("from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy\n"
+                   'PIN = {"scheduling_strategy": NodeAffinitySchedulingStrategy(NODE, soft=False)}\n')
+
+
+def actor_that_crashes_three_times(cluster: LocalCluster, node_id: str,
+                                   pin: str = PIN_BY_LABEL) -> str:
     """A detached actor with max_restarts=5 that kills itself three times; returns its id."""
-    return cluster.run_driver(f"NODE = {node_id!r}\n" + CRASH_THREE_TIMES).strip()
+    return cluster.run_driver(f"NODE = {node_id!r}\n" + pin + CRASH_THREE_TIMES).strip()
 
 
 def worker_killed_with_sigkill(cluster: LocalCluster, node_id: str) -> int:

@@ -18,40 +18,12 @@ import pytest
 
 from conftest import run_rldoctor
 from localcluster import LocalCluster, NodeSpec
+from faults import PIN_BY_AFFINITY, actor_that_crashes_three_times
 from ray_venvs import ray_venv
 
 pytestmark = pytest.mark.cluster
 
 VERSIONS = ("2.40.0", "2.55.0")  # the oldest supported, and one 2.5x with token auth
-
-# The fault of tests/faults.py, pinned the way Ray 2.40 can (it has no label_selector).
-CRASH_THREE_TIMES = """
-import os, time
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-@ray.remote(max_restarts=5, num_cpus=0)
-class EnvSimulator:
-    def crash(self):
-        os._exit(1)
-    def pid(self):
-        return os.getpid()
-def pid_of(actor):
-    for _ in range(100):
-        try:
-            return ray.get(actor.pid.remote())
-        except Exception:
-            time.sleep(0.2)
-    raise RuntimeError("actor never came back")
-a = EnvSimulator.options(name="flaky-sim", lifetime="detached", namespace="e2e",
-        scheduling_strategy=NodeAffinitySchedulingStrategy(NODE, soft=False)).remote()
-for _ in range(3):
-    pid_of(a)
-    try:
-        ray.get(a.crash.remote())
-    except Exception:
-        pass
-pid_of(a)
-print("=>", a._actor_id.hex())
-"""
 
 LEFTOVERS = """
 import json
@@ -72,7 +44,7 @@ def cluster(request):
 
 @pytest.fixture(scope="module")
 def crash_loop(cluster):
-    return cluster.run_driver(f"NODE = {cluster.nodes[2].node_id!r}\n" + CRASH_THREE_TIMES).strip()
+    return actor_that_crashes_three_times(cluster, cluster.nodes[2].node_id, pin=PIN_BY_AFFINITY)
 
 
 def laptop_env(cluster) -> dict:

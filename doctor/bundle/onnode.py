@@ -10,7 +10,7 @@ bounded and a missing file is an empty answer, never an exception.
 from __future__ import annotations
 
 # The node-side reads the probes make, shared: pickled by value with them (probes.register).
-from rldoctor.collect.probes import disk_of, memory_here
+from rldoctor.collect.probes import disk_of, memory_here, open_files_of
 
 
 def _read(path: str, limit: int = 4096) -> str | None:
@@ -73,16 +73,8 @@ def tune_result_tails(pid: int, max_rows: int, max_bytes: int) -> list[dict]:
     import os
 
     found = []
-    try:
-        fds = os.listdir(f"/proc/{int(pid)}/fd")
-    except OSError:
-        return found
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{int(pid)}/fd/{fd}")
-        except OSError:
-            continue
-        if os.path.basename(target) != "result.json" or target in (f["path"] for f in found):
+    for target in open_files_of(pid):
+        if os.path.basename(target) != "result.json":
             continue
         try:
             with open(target, "rb") as f:

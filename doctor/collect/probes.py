@@ -296,6 +296,21 @@ def disk_of(path: str):
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
+def spill_directory_set() -> str | None:
+    """The spill directory the raylet gave its workers (RAY_object_spilling_directory, or the
+    directory of RAY_object_spilling_config), or None when Ray spills to its session dir."""
+    import json
+    import os
+
+    spill = os.environ.get("RAY_object_spilling_directory")
+    if not spill and os.environ.get("RAY_object_spilling_config"):
+        try:
+            spill = json.loads(os.environ["RAY_object_spilling_config"])["params"]["directory_path"]
+        except (ValueError, KeyError, TypeError):
+            spill = None
+    return spill or None
+
+
 def raylet_settings() -> dict:
     """The object store flags of this node's raylet, read from its command line.
 
@@ -303,7 +318,6 @@ def raylet_settings() -> dict:
     object store lives (`--plasma_directory`: /dev/shm, or a disk when /dev/shm was
     too small) and how big it is.
     """
-    import json
     import os
 
     settings: dict = {}
@@ -322,12 +336,7 @@ def raylet_settings() -> dict:
             settings[key] = int(value)
         elif key == "huge_pages":
             settings[key] = True
-    spill = os.environ.get("RAY_object_spilling_directory")
-    if not spill and os.environ.get("RAY_object_spilling_config"):
-        try:
-            spill = json.loads(os.environ["RAY_object_spilling_config"])["params"]["directory_path"]
-        except (ValueError, KeyError, TypeError):
-            spill = None
+    spill = spill_directory_set()
     settings["spill_directory"] = spill or settings.get("session_dir")
     settings["spill_directory_is_default"] = not spill
     return settings
@@ -400,23 +409,13 @@ def _largest_entries(directory: str, deadline: float, only_files: bool = False) 
 def ray_dirs_here(raylet_args: list) -> dict:
     """{role: path} of the directories this node's raylet writes: its temp dir, session dir,
     logs, spill directory and object store fallback, from its command line."""
-    import os
-
     flags = _flags(raylet_args)
     dirs = {"temp_dir": flags.get("temp_dir"), "session_dir": flags.get("session_dir"),
             "log_dir": flags.get("log_dir"), "fallback_directory": flags.get("fallback_directory")}
     plasma = flags.get("plasma_directory")
     if plasma and not plasma.startswith("/dev/shm"):
         dirs["plasma_directory"] = plasma
-    spill = os.environ.get("RAY_object_spilling_directory")
-    if not spill and os.environ.get("RAY_object_spilling_config"):
-        import json
-
-        try:
-            spill = json.loads(os.environ["RAY_object_spilling_config"])["params"]["directory_path"]
-        except (ValueError, KeyError, TypeError):
-            spill = None
-    dirs["spill_directory"] = spill or flags.get("session_dir")
+    dirs["spill_directory"] = spill_directory_set() or flags.get("session_dir")
     return {role: path for role, path in dirs.items() if path}
 
 
@@ -579,23 +578,28 @@ RUNTIME_ENV_FAILED = "Failed to create runtime env"
 LOG_LINES_KEPT = 3
 
 
-def _open_logs_of(pid: int) -> list:
-    """The .out/.log/.err files process `pid` holds open (its own logs)."""
+def open_files_of(pid) -> list:
+    """The paths of the files process `pid` holds open, each once ([] when it is gone)."""
     import os
 
     found = []
     try:
-        fds = os.listdir(f"/proc/{pid}/fd")
+        fds = os.listdir(f"/proc/{int(pid)}/fd")
     except OSError:
         return found
     for fd in fds:
         try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            link = os.readlink(f"/proc/{int(pid)}/fd/{fd}")
         except OSError:
             continue
-        if link.startswith("/") and link.endswith((".out", ".log", ".err")) and link not in found:
+        if link.startswith("/") and link not in found:
             found.append(link)
     return found
+
+
+def _open_logs_of(pid: int) -> list:
+    """The .out/.log/.err files process `pid` holds open (its own logs)."""
+    return [path for path in open_files_of(pid) if path.endswith((".out", ".log", ".err"))]
 
 
 def tail_of(path: str, max_bytes: int = LOG_TAIL_BYTES) -> tuple:
