@@ -21,7 +21,7 @@ import sys
 import pytest
 
 from conftest import run_rldoctor
-from faults import CRASH_THREE_TIMES
+from faults import CRASH_THREE_TIMES, PIN_BY_LABEL
 from localcluster import LocalCluster, NodeSpec
 
 pytestmark = pytest.mark.cluster
@@ -57,7 +57,7 @@ def other_ray(tmp_path_factory):
     with LocalCluster(specs) as cluster:
         cluster.other_ray_env = env
         worker = cluster.nodes[1].node_id
-        user_driver(cluster, f"NODE = {worker!r}\n" + CRASH_THREE_TIMES + INFEASIBLE)
+        user_driver(cluster, f"NODE = {worker!r}\n" + PIN_BY_LABEL + CRASH_THREE_TIMES + INFEASIBLE)
         yield cluster
 
 
