@@ -23,24 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from localcluster import BIN, LocalCluster, NodeSpec  # noqa: E402
 from synthetic import big_snapshot  # noqa: E402
-
-
-def cluster_cpu_seconds(cluster: LocalCluster) -> float:
-    total = 0.0
-    for pid in cluster.processes():
-        try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            continue
-    return total
 
 
 def run_check(cluster: LocalCluster, snapshot: Path | None = None) -> float:
@@ -74,12 +62,12 @@ def measure(nodes: int, repeats: int) -> dict:
             snap = Path(tmp) / f"snap{i}.json"
             walls.append(run_check(cluster, snap))
             collectors.append(json.loads(snap.read_text())["collectors"])
-        idle_before = cluster_cpu_seconds(cluster)
+        idle_before = cluster.cpu_seconds()
         time.sleep(statistics.median(walls))
-        idle = cluster_cpu_seconds(cluster) - idle_before
-        before = cluster_cpu_seconds(cluster)
+        idle = cluster.cpu_seconds() - idle_before
+        before = cluster.cpu_seconds()
         wall = run_check(cluster)
-        spent = cluster_cpu_seconds(cluster) - before
+        spent = cluster.cpu_seconds() - before
         reserved = probe_reservations(cluster)
     shares = {name: round(statistics.median(c[name].get("duration_s", 0) for c in collectors), 3)
               for name in collectors[0]}

@@ -88,18 +88,6 @@ class Watch:
             self.proc.wait()
 
 
-def cluster_cpu_seconds(cluster: LocalCluster) -> float:
-    """CPU seconds the cluster's processes (GCS, raylets, dashboard, workers, probes) used."""
-    total = 0.0
-    for pid in cluster.processes():
-        try:
-            t = psutil.Process(pid).cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-        except psutil.Error:
-            continue
-    return total
-
-
 def own_cpu_seconds(watch: "Watch") -> float:
     total = 0.0
     for proc in [psutil.Process(watch.proc.pid)] + psutil.Process(watch.proc.pid).children(recursive=True):
@@ -115,9 +103,9 @@ def round_walls(cluster: LocalCluster, rounds: int) -> dict:
     """Median round wall, RSS after 5 and after `rounds` rounds, and the CPU seconds a round
     costs the watch's processes and the cluster (over the idle cluster's own use), at
     --interval 1."""
-    idle_cpu = cluster_cpu_seconds(cluster)
+    idle_cpu = cluster.cpu_seconds()
     time.sleep(10)
-    idle_rate = (cluster_cpu_seconds(cluster) - idle_cpu) / 10
+    idle_rate = (cluster.cpu_seconds() - idle_cpu) / 10
     watch = Watch(cluster, interval=1)
     walls, rss, seen, cpu = [], {}, 0, {}
     try:
@@ -132,7 +120,7 @@ def round_walls(cluster: LocalCluster, rounds: int) -> dict:
                     walls.append(m["rldoctor_run_duration_seconds"])
                 if seen in (5, rounds):
                     rss[seen] = watch.rss_mib()
-                    cpu[seen] = (time.monotonic(), own_cpu_seconds(watch), cluster_cpu_seconds(cluster))
+                    cpu[seen] = (time.monotonic(), own_cpu_seconds(watch), cluster.cpu_seconds())
         failed = int(watch.metrics().get('rldoctor_rounds_total{result="failed"}', 0))
     finally:
         watch.stop()

@@ -332,6 +332,19 @@ class LocalCluster:
             pids.update(_pids_of(sid=node.sid))
         return sorted(pids)
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds this cluster's processes (GCS, raylets, dashboard, workers, probes) used."""
+        import psutil
+
+        total = 0.0
+        for pid in self.processes():
+            try:
+                t = psutil.Process(pid).cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                continue
+        return total
+
     def stop(self) -> None:
         if self._stopped:
             return

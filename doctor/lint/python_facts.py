@@ -28,7 +28,7 @@ import builtins
 import re
 from typing import Any
 
-from rldoctor.lint.value_flow import value_flow
+from rldoctor.lint.value_flow import dotted, value_flow
 
 ENV_NAME_RE = re.compile(r"^RAY_[A-Za-z0-9_]+$")
 _MAX_SOURCE = 240
@@ -39,18 +39,6 @@ _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseExcept
 
 class NotALiteral(Exception):
     pass
-
-
-def dotted(node: ast.AST | None) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _jsonable(value: Any) -> Any:

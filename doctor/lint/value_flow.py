@@ -45,7 +45,8 @@ def _const_str(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _dotted(node: ast.AST | None) -> str | None:
+def dotted(node: ast.AST | None) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None (python_facts reads names with it too)."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -269,9 +270,9 @@ class ValueFlow:
         self._bind_name(target, self.eval(value, scope), self.literals(value, scope), scope)
 
     def _bind_name(self, target: ast.AST, objects: set[int], literals, scope: str) -> None:
-        name = _dotted(target)
+        name = dotted(target)
         if isinstance(target, ast.Starred):
-            name = _dotted(target.value)
+            name = dotted(target.value)
             literals = [_UNKNOWN]
         if name and (name.count(".") == 0 or name.startswith("self.")):
             self._bind(scope, name, objects, literals)
@@ -291,7 +292,7 @@ class ValueFlow:
         for sub in active:
             if isinstance(sub, ast.Call):
                 self._call_effects(sub, scope)
-            if isinstance(sub, ast.Dict) or (isinstance(sub, ast.Call) and _dotted(sub.func) == "dict"):
+            if isinstance(sub, ast.Dict) or (isinstance(sub, ast.Call) and dotted(sub.func) == "dict"):
                 self.eval(sub, scope)
 
     # -- item stores, updates, calls of local functions -------------------------------------
@@ -309,7 +310,7 @@ class ValueFlow:
         """The objects keys are written into; a plain name bound to nothing this file can see
         (`config = ppo.DEFAULT_CONFIG.copy()`, a parameter) gets one object of its own."""
         found = self.eval(node, scope)
-        name = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if not found and name and (name.count(".") == 0 or name.startswith("self.")):
             key = self._key(scope, name)
             obj = self._opaque.get(key)
@@ -463,7 +464,7 @@ class ValueFlow:
                     self._changed = True
             return {obj.id}
         if isinstance(node, (ast.Name, ast.Attribute)):
-            name = _dotted(node)
+            name = dotted(node)
             if name is None:
                 return set()
             return set(self._env.get(self._key(scope, name), ()))
@@ -488,7 +489,7 @@ class ValueFlow:
 
     def _eval_call(self, call: ast.Call, scope: str, depth: int) -> set[int]:
         func = call.func
-        name = _dotted(func) or ""
+        name = dotted(func) or ""
         last = name.rsplit(".", 1)[-1]
         if name == "dict":
             obj = self._new(call)
@@ -559,9 +560,9 @@ class ValueFlow:
                     except (ValueError, SyntaxError):
                         out.append(_UNKNOWN)
             return out
-        if isinstance(node, ast.Call) and _dotted(node.func) in ("int", "bool", "float") and node.args:
+        if isinstance(node, ast.Call) and dotted(node.func) in ("int", "bool", "float") and node.args:
             inner = self.literals(node.args[0], scope, depth + 1)
-            func = {"int": int, "bool": bool, "float": float}[_dotted(node.func)]
+            func = {"int": int, "bool": bool, "float": float}[dotted(node.func)]
             out = []
             for value in inner:
                 try:
