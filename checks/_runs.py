@@ -7,9 +7,9 @@ PATH`: the `runs` section, rows read by rldoctor.collect.runs.point_of) and the 
 (`from_smoke`, its curve read on the cluster by rldoctor.smoke.remote.trim_result). The
 checks read both through the same helpers, one per question:
 
-- the return: `series` (finite values only), judged by `judge_curve` (a long run, against its
-  own iteration-to-iteration noise) or `plateau` (a short run that has a target: how long
-  since the last marked gain);
+- the return: `series` (finite values only), judged by `judge_return` (did it improve at
+  all, and for how many iterations has it not, against the run's own noise) and
+  `weights_frozen` (the learner's own numbers say the weights cannot move);
 - the weight sync: `weight_gaps` (learner minus runner weights_seq_no, and where the
   runners report NaN) and `lag_growing`;
 - NaN and infinite values, and throughput against the run's earlier rate.
@@ -58,37 +58,6 @@ def jitter(values: list[float]) -> float:
     return 1.4826 * statistics.median(diffs) / math.sqrt(2)
 
 
-def judge_curve(values: list[float], min_points: int = 12, z: float = 2.0) -> dict | None:
-    """Is the return still rising, flat or falling, against the curve's own noise?
-
-    The recent window is the last third of the run (5 to 50 iterations); it is compared
-    with the window before it and with the first window. A difference counts when it is
-    over `z` standard errors of the run's own iteration-to-iteration noise.
-    """
-    n = len(values)
-    if n < min_points:
-        return None
-    w = max(5, min(50, n // 3))
-    recent, before, first = values[-w:], values[-2 * w:-w] or values[:-w], values[:w]
-    sigma = max(jitter(values), 1e-9, 0.005 * abs(statistics.mean(recent)))
-
-    def se(a, b):
-        return sigma * math.sqrt(1 / len(a) + 1 / len(b))
-
-    change = statistics.mean(recent) - statistics.mean(before)
-    gain = statistics.mean(recent) - statistics.mean(first)
-    windows = [statistics.mean(values[i:i + w]) for i in range(0, n - w + 1, max(1, w // 2))]
-    best = max(windows)
-    verdict = "rising" if change > z * se(recent, before) else (
-        "falling" if change < -z * se(recent, before) and statistics.mean(recent) < best - z * se(
-            recent, recent) else "flat")
-    return {"verdict": verdict, "window": w, "recent_mean": statistics.mean(recent),
-            "before_mean": statistics.mean(before), "first_mean": statistics.mean(first),
-            "best_window_mean": best, "change": change, "gain_since_start": gain,
-            "learned": gain > z * se(recent, first), "noise_sigma": sigma,
-            "bar": z * se(recent, before)}
-
-
 def learner_values(run: dict, key: str) -> list[tuple[float, str, object]]:
     """(iteration, module id, value) of a learner figure in every point that has it."""
     out = []
@@ -123,7 +92,9 @@ def from_smoke(smoke: dict) -> dict:
         point["learners"] = {"default_policy": {"weights_seq_no": learner}} \
             if learner is not None else {}
         points.append(point)
-    return {"path": "smoke-train", "points": points, "settings": smoke.get("settings") or {}}
+    return {"path": "smoke-train", "points": points, "settings": smoke.get("settings") or {},
+            "target_return": smoke.get("target_return"),
+            "reached_target": smoke.get("outcome") == "reached"}
 
 
 def weight_gaps(run: dict) -> tuple[list[tuple[float, float]], list]:
@@ -151,25 +122,46 @@ def lag_growing(gaps: list[tuple[float, float]], params: dict) -> bool:
             and gaps[-1][1] > gaps[-1 - window][1] + params["tolerance"])
 
 
-def plateau(values: list[float], params: dict) -> dict | None:
-    """Where the return last improved markedly, and for how many iterations it has not since.
+def judge_return(values: list[float], params: dict) -> dict | None:
+    """Did the return improve at all, and has it stopped improving? One judge for every run.
 
-    The return is first smoothed over `smooth` iterations (RLlib's per-iteration mean
-    still jitters by a few points on a flat curve). An improvement counts when the
-    smoothed return beats the last marked level by at least max(min_gain,
-    min_gain_fraction * level); the noise of a flat curve does not.
+    The return is smoothed over `smooth` iterations (RLlib's per-iteration mean still
+    jitters on a flat curve). A gain counts ("marked") when the smoothed return beats the
+    last marked level by the bar: max(min_gain_fraction * |level|, z * the run's own
+    iteration-to-iteration noise), so the jitter of a curve that does not learn is not
+    learning, at any scale of return. None when the run has fewer than `min_iterations`.
+
+    `learned`: a marked gain above the starting level. `flat_iterations`: iterations since
+    the last marked gain. `verdict`: "falling" when the best level came before the last
+    `patience` iterations and those average more than the bar below it (and below the start,
+    for a run that never learned: a lucky first iteration is not a level it fell from),
+    else "rising" when it learned and gained within the last `patience` iterations, else
+    "flat".
     """
-    if not values:
+    n = len(values)
+    if n < max(2, params["min_iterations"]):
         return None
-    k = max(1, int(params.get("smooth", 3)))
-    levels = [sum(values[max(0, i - k + 1):i + 1]) / len(values[max(0, i - k + 1):i + 1])
-              for i in range(len(values))]
-    start = min(k, len(values)) - 1
-    ref_i, ref = start, levels[start]
-    for i in range(start + 1, len(levels)):
-        if levels[i] >= ref + max(params["min_gain"], params["min_gain_fraction"] * abs(ref)):
-            ref_i, ref = i, levels[i]
-    best_i = max(range(len(values)), key=lambda i: values[i])
-    return {"since_index": ref_i, "level": ref, "best": values[best_i], "best_index": best_i,
-            "flat_iterations": len(values) - 1 - ref_i, "first": levels[start],
-            "learned": ref_i > start}
+    k = max(1, int(params["smooth"]))
+    levels = [statistics.mean(values[max(0, i - k + 1):i + 1]) for i in range(n)]
+    sigma = jitter(values)
+
+    def bar(level: float) -> float:
+        return max(params["min_gain_fraction"] * abs(level), params["z"] * sigma, 1e-9)
+
+    start = min(k, n) - 1
+    ref_i = start
+    for i in range(start + 1, n):
+        if levels[i] >= levels[ref_i] + bar(levels[ref_i]):
+            ref_i = i
+    best_i = max(range(start, n), key=lambda i: levels[i])
+    recent = statistics.mean(values[-params["patience"]:])
+    learned = ref_i > start
+    flat = n - 1 - ref_i
+    falling = (best_i < n - params["patience"] and recent < levels[best_i] - bar(levels[best_i])
+               and (learned or recent < levels[start] - bar(levels[start])))
+    verdict = ("falling" if falling else
+               "rising" if learned and flat < params["patience"] else "flat")
+    return {"verdict": verdict, "learned": learned, "flat_iterations": flat,
+            "since_index": ref_i, "level": levels[ref_i], "first": levels[start],
+            "best_level": levels[best_i], "best_index": best_i, "recent_mean": recent,
+            "noise_sigma": sigma, "bar": bar(levels[ref_i])}

@@ -19,7 +19,10 @@ from rldoctor.registry import check, fail, info, note, warn
 SUBJECT = "run:smoke-train"
 
 
-STALL_PARAMS = {"patience": 5, "min_gain": 10.0, "min_gain_fraction": 0.1, "smooth": 3}
+# The return judge's settings (rldoctor.checks._runs.judge_return), one set for every run:
+# RLD601 and RLD603's likely cause ask it the same questions.
+STALL_PARAMS = {"min_iterations": 8, "patience": 5, "smooth": 3, "min_gain_fraction": 0.1,
+                "z": 3.0}
 
 
 def _reached(smoke: dict) -> bool:
@@ -27,7 +30,7 @@ def _reached(smoke: dict) -> bool:
 
 
 @check("RLD601", "training-stall", area="training", requires=("smoke|runs",),
-       params={**STALL_PARAMS, "min_iterations": 12, "z": 2.0})
+       params=STALL_PARAMS)
 def training_stall(snap, params):
     """Episode return flat or falling over a training run.
 
@@ -49,13 +52,16 @@ def training_stall(snap, params):
         move. Check RLD602 for stale weights. Compare with a known-good configuration:
         `rldoctor smoke-train` learns CartPole-v1 in well under a minute.
 
-        For a run's results (`--run PATH`), the return of the last third of the run (5 to
-        50 iterations) is compared with the window before it and with the first, against
-        the run's own iteration-to-iteration noise (a difference counts above two
-        standard errors). A learner that does not move the weights (lr 0, or a KL below
-        1e-6 in every recent iteration) is a fail whatever the curve's noise shows; a
-        return that never improved is a warn, a falling one a warn, and one that improved
-        once and is flat since an info (converged, or stuck on a plateau).
+        The smoke run (when it missed its target) and a run's results (`--run PATH`) are
+        judged alike, from 8 iterations on: the return, smoothed over 3 iterations, counts
+        as improved when it beats its last marked level by 10% or by three times the run's
+        own iteration-to-iteration noise, whichever is more. A learner that does not move
+        the weights (lr 0, or a KL below 1e-6 in every recent iteration) is a fail whatever
+        the curve shows; a return that never improved is a warn, a falling one (the last 5
+        iterations below the best level) a warn, and one that improved and gained nothing
+        in the last 5 iterations an info (converged, or stuck on a plateau). A smoke run
+        missed the target a known-good configuration reaches, so its stalls weigh one step
+        more: never improved is a fail, stopped improving a warn.
 
     Advice:
         A common troubleshooting table says "training stalls: the parameter server is out
@@ -64,40 +70,9 @@ def training_stall(snap, params):
         (learning rate, KL, entropy), which this check reads.
     """
     for run in snap.get("runs") or []:
-        yield from _run_stall(run, params)
-    if not snap.has("smoke"):
-        return
-    smoke = snap["smoke"]
-    if _reached(smoke):
-        return
-    points = _runs.series(_runs.from_smoke(smoke), "return_mean")
-    if len(points) < params["patience"] + 1:
-        return
-    stall = _runs.plateau([v for _, v in points], params)
-    if stall["flat_iterations"] < params["patience"]:
-        return
-    last_it, last = points[-1]
-    best_it = points[stall["since_index"]][0]
-    lr = (smoke.get("settings") or {}).get("lr")
-    evidence = {"iterations": len(points), "flat_iterations": stall["flat_iterations"],
-                "best_return": round(stall["best"], 2),
-                "smoothed_level": round(stall["level"], 2), "level_since_iteration": best_it,
-                "first_level": round(stall["first"], 2), "last_return": round(last, 2),
-                "target_return": smoke.get("target_return"), "lr": lr,
-                "returns": [round(v, 1) for _, v in points[-12:]]}
-    fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
-           "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
-           "the learning rate and the loss, and RLD602 for env runners acting with old weights.")
-    if lr == 0:
-        fix = "The learning rate is 0, so the weights never change: set a positive lr (1e-3 learns CartPole). " + fix
-    if not stall["learned"]:
-        yield fail(SUBJECT, f"the return never improved: about {stall['first']:.1f} at the start "
-                   f"and {stall['level']:.1f} after {len(points)} iterations (best single "
-                   f"iteration {stall['best']:.1f})", evidence, fix)
-    else:
-        yield warn(SUBJECT, f"the return stopped improving: it reached about {stall['level']:.1f} "
-                   f"at iteration {best_it} and gained nothing marked in the "
-                   f"{stall['flat_iterations']} iterations since (last {last:.1f})", evidence, fix)
+        yield from _stall(run, params)
+    if snap.has("smoke") and not _reached(snap["smoke"]) and snap["smoke"].get("curve"):
+        yield from _stall(_runs.from_smoke(snap["smoke"]), params)
 
 
 @check("RLD602", "stale-weights", area="training", requires=("smoke|runs",),
@@ -177,9 +152,10 @@ def _likely_cause(smoke: dict) -> tuple[str, str]:
                 "never came)",
                 "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 "
                 "dead nodes. Then retry with fewer --env-runners.")
-    points = _runs.series(_runs.from_smoke(smoke), "return_mean")
-    stall = _runs.plateau([v for _, v in points], STALL_PARAMS)
-    if stall is None or not stall["learned"]:
+    run = _runs.from_smoke(smoke)
+    points = _runs.series(run, "return_mean")
+    judged = _runs.judge_return([v for _, v in points], STALL_PARAMS)
+    if judged is None or not judged["learned"] or _runs.weights_frozen(run, len(points)):
         return ("no learning progress: the return never rose (see RLD601)",
                 "See RLD601: check the learning rate and the learner's loss and KL numbers.")
     return ("the run learned, but not fast enough for the time budget",
@@ -338,69 +314,78 @@ def _not_judged(run: dict) -> str | None:
     return f"no readable result row ({run.get('bad_lines', 0)} unreadable line(s)); not judged"
 
 
-def _run_stall(run: dict, params: dict):
+def _stall(run: dict, params: dict):
+    """RLD601 on one run record (a results file's run, or the smoke run that missed its target)."""
+    read = _runs.read_note(run) if run.get("file") else {}
     why_not = _not_judged(run)
     if why_not:
-        yield note(_runs.subject(run), why_not, _runs.read_note(run))
+        yield note(_runs.subject(run), why_not, read)
         return
     points = _runs.series(run, "return_mean")
-    curve = _runs.judge_curve([v for _, v in points], params["min_iterations"], params["z"])
-    if curve is None:
+    judged = _runs.judge_return([v for _, v in points], params)
+    if judged is None:
         yield note(_runs.subject(run), "no iteration with a finite return (see RLD607)" if not
                    points else f"only {len(points)} iteration(s) with a finite return: too short "
-                   "to judge a stall", _runs.read_note(run))
+                   "to judge a stall", read)
         return
-    frozen = _runs.weights_frozen(run, curve["window"])
-    if curve["verdict"] == "rising" and not frozen:
+    frozen = _runs.weights_frozen(run, min(50, max(params["patience"], len(points) // 3)))
+    if judged["verdict"] == "rising" and not frozen:
         return
-    w = curve["window"]
+    missed = run.get("target_return") is not None and not run.get("reached_target")
+    p = params["patience"]
     first_it, last_it = points[0][0], points[-1][0]
-    recent_from = points[-w][0]
-    evidence = {**_runs.read_note(run), "window_iterations": w,
-                "recent_mean_return": round(curve["recent_mean"], 2),
-                "previous_window_mean_return": round(curve["before_mean"], 2),
-                "first_window_mean_return": round(curve["first_mean"], 2),
-                "best_window_mean_return": round(curve["best_window_mean"], 2),
-                "noise_sigma": round(curve["noise_sigma"], 3), "bar": round(curve["bar"], 3),
-                "iterations": [first_it, last_it], "recent_from_iteration": recent_from,
+    since_it, best_it = points[judged["since_index"]][0], points[judged["best_index"]][0]
+    evidence = {**read, "iterations": [first_it, last_it], "flat_iterations": judged["flat_iterations"],
+                "learned": judged["learned"], "first_level": round(judged["first"], 2),
+                "level": round(judged["level"], 2), "level_since_iteration": since_it,
+                "best_level": round(judged["best_level"], 2), "best_level_iteration": best_it,
+                f"mean_return_last_{p}": round(judged["recent_mean"], 2),
+                "noise_sigma": round(judged["noise_sigma"], 3), "bar": round(judged["bar"], 3),
                 "returns": [[it, round(v, 2)] for it, v in points[-12:]],
                 "settings": {k: v for k, v in (run.get("settings") or {}).items()
                              if k in ("lr", "train_batch_size_per_learner", "minibatch_size",
                                       "num_epochs", "num_env_runners", "entropy_coeff")}}
+    if missed:
+        evidence["target_return"] = run["target_return"]
     fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
            "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
            "the learning rate and the loss, rewards the policy can influence, and RLD602 for env "
            "runners acting with old weights.")
-    last = (f"{curve['recent_mean']:.1f} on average over the last {w} iterations "
-            f"({recent_from:g}-{last_it:g})")
-    noise = f"iteration-to-iteration noise {curve['noise_sigma']:.1f}"
+    start = f"about {judged['first']:.1f} at the start"
+    last = (f"{judged['recent_mean']:.1f} on average over the last {p} iterations "
+            f"(to iteration {last_it:g})")
+    noise = f"iteration-to-iteration noise {judged['noise_sigma']:.1f}"
+    target = f"; target {run['target_return']:g} missed" if missed else ""
     if frozen:  # weights that do not move cannot learn, whatever the curve's noise says
         evidence["weights_frozen"] = frozen
+        lr0 = ("The learning rate is 0, so the weights never change: " if frozen.get("lr") == 0
+               else "")
         yield fail(_runs.subject(run), f"the weights do not move ({frozen['why']}), so the run "
-                   f"cannot learn: the return was {curve['first_mean']:.1f} on average over the "
-                   f"first {w} iterations and {last} ({noise})", evidence,
-                   "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to 3e-4) "
-                   "and check that the loss reaches the optimizer: with lr > 0 and a KL of "
+                   f"cannot learn: the return was {start} and {last} ({noise}){target}", evidence,
+                   lr0 + "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to "
+                   "3e-4) and check that the loss reaches the optimizer: with lr > 0 and a KL of "
                    "zero, look for a frozen module or a grad_clip of 0.")
-    elif curve["verdict"] == "falling":
+    elif judged["verdict"] == "falling":
         yield warn(_runs.subject(run), f"the return is falling: {last}, down from "
-                   f"{curve['before_mean']:.1f} over the {w} before and "
-                   f"{curve['best_window_mean']:.1f} at its best ({noise})", evidence,
+                   f"{judged['best_level']:.1f} at its best (iteration {best_it:g}; {noise})"
+                   f"{target}", evidence,
                    "A falling return after learning is often a policy that collapsed: a learning "
                    "rate too large for the batch (lower lr or raise train_batch_size_per_learner), "
                    "entropy gone to zero (entropy_coeff), or a change in the env. " + fix)
-    elif not curve["learned"]:
-        yield warn(_runs.subject(run), f"the return never improved: "
-                   f"{curve['first_mean']:.1f} on average over the first {w} iterations, "
-                   f"{last} ({noise})", evidence, fix)
+    elif not judged["learned"]:
+        yield (fail if missed else warn)(
+            _runs.subject(run), f"the return never improved: {start}, {last}, after "
+            f"{len(points)} iterations (a gain counts above {judged['bar']:.1f}; {noise}){target}",
+            evidence, fix)
     else:
-        yield info(_runs.subject(run), f"the return improved from {curve['first_mean']:.1f} "
-                   f"(first {w} iterations) and has been flat since: {last}, "
-                   f"{curve['before_mean']:.1f} over the {w} before ({noise}); converged, or "
-                   "stuck on a plateau", evidence,
-                   "If the return is below what the env allows, try a lower learning rate, larger "
-                   "batches or more exploration (entropy_coeff); if it is the env's best, stop "
-                   "the run and keep the checkpoint.")
+        yield (warn if missed else info)(
+            _runs.subject(run), f"the return improved from {start} to {judged['level']:.1f} by "
+            f"iteration {since_it:g} and has been flat since: {judged['flat_iterations']} "
+            f"iterations without a gain above {judged['bar']:.1f}, {last} ({noise}){target}"
+            + ("" if missed else "; converged, or stuck on a plateau"), evidence,
+            fix if missed else "If the return is below what the env allows, try a lower learning "
+            "rate, larger batches or more exploration (entropy_coeff); if it is the env's best, "
+            "stop the run and keep the checkpoint.")
 
 
 def _run_stale_weights(run: dict, params: dict):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from rldoctor.checks import _runs
 from rldoctor.checks.training import stale_weights
 from rldoctor.collect.runs import point_of
@@ -61,3 +63,44 @@ def test_rld602_finds_a_growing_lag_in_both_sources_and_none_in_a_steady_one():
         if growing:
             assert "6.0 learner updates behind at iteration 8" in found_smoke[0].message
             assert "6.0 learner updates behind at iteration 8" in found_run[0].message
+
+
+def _rld601(doc):
+    from rldoctor.checks.training import training_stall
+
+    params = load_registry(include_plugins=False).by_code()["RLD601"].params
+    return list(training_stall(Snapshot(doc), params))
+
+
+# (returns, lr, RLD601's verdict on a results file, on a smoke run that missed its target)
+CURVES = {
+    "learning": ([20.0 + 12 * i for i in range(12)], 1e-3, None, None),
+    "never improved": ([22.0, 21.0, 24.0, 22.0, 23.0, 21.0, 22.0, 24.0, 23.0, 22.0], 1e-3,
+                       ("warn", "never improved"), ("fail", "never improved")),
+    "improved, then flat": ([20.0, 50.0, 90.0, 120.0, 121.0, 119.0, 122.0, 120.0, 118.0, 121.0],
+                            1e-3, ("info", "flat since"), ("warn", "flat since")),
+    "falling": ([20.0, 60.0, 100.0, 140.0, 141.0, 139.0, 100.0, 70.0, 60.0, 55.0, 50.0], 1e-3,
+                ("warn", "falling"), ("warn", "falling")),
+    "lr 0": ([22.0, 25.0, 21.0, 23.0, 26.0, 22.0, 24.0, 23.0, 21.0], 0.0,
+             ("fail", "weights do not move"), ("fail", "weights do not move")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CURVES))
+def test_rld601_gives_a_smoke_run_and_a_results_file_of_one_curve_the_same_verdict(name):
+    returns, lr, as_run, as_smoke = CURVES[name]
+    smoke, run = _both(_rows([1] * len(returns), returns))
+    smoke["settings"] = run["settings"] = {"lr": lr}
+    base = {"schema": 1, "collectors": {"smoke": {"status": "ok"}, "runs": {"status": "ok"}}}
+    found_run = _rld601({**base, "runs": [run]})
+    found_smoke = _rld601({**base, "smoke": {**smoke, "outcome": "missed", "target_return": 195.0}})
+    for found, want in ((found_run, as_run), (found_smoke, as_smoke)):
+        assert [(f.severity.label, want[1] in f.message) for f in found] == \
+            ([] if want is None else [(want[0], True)]), [f.message for f in found]
+    # the same judge, the same numbers: the evidence agrees but for what only a file has
+    if found_run:
+        keys = ("iterations", "flat_iterations", "learned", "level", "best_level", "bar")
+        assert {k: found_run[0].evidence[k] for k in keys} == \
+            {k: found_smoke[0].evidence[k] for k in keys}
+    # a smoke run that reached its target is not judged at all
+    assert _rld601({**base, "smoke": {**smoke, "outcome": "reached", "target_return": 1.0}}) == []

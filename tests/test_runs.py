@@ -83,10 +83,12 @@ def test_a_run_that_learned_then_flattened_is_an_info_and_a_falling_one_a_warn(t
 
 
 def test_noise_decides_what_counts_as_improvement():
+    params = load_registry(include_plugins=False).by_code()["RLD601"].params
     quiet = [20.0 + 0.1 * (i % 2) for i in range(15)] + [22.0 + 0.1 * (i % 2) for i in range(15)]
     noisy = [20.0 + 8 * (i % 2) for i in range(15)] + [22.0 + 8 * (i % 2) for i in range(15)]
-    assert _runs.judge_curve(quiet)["verdict"] == "rising"  # +2 over a 0.1 jitter
-    assert _runs.judge_curve(noisy)["verdict"] == "flat"  # +2 inside an 8-point jitter
+    assert _runs.judge_return(quiet, params)["learned"] is True  # +2 over a 0.1 jitter
+    assert _runs.judge_return(noisy, params)["learned"] is False  # +2 inside an 8-point jitter
+    assert _runs.judge_return(quiet + [22.0, 30.0, 40.0], params)["verdict"] == "rising"
 
 
 def test_nan_rewards_are_told_from_a_diverged_optimiser(tmp_path):
