@@ -12,7 +12,7 @@ checks read both through the same helpers, one per question:
   `weights_frozen` (the learner's own numbers say the weights cannot move);
 - the weight sync: `weight_gaps` (learner minus runner weights_seq_no, and where the
   runners report NaN) and `lag_growing`;
-- NaN and infinite values, and throughput against the run's earlier rate.
+- NaN and infinite values (rldoctor.metric_numbers reads every number), and throughput against the run's earlier rate.
 """
 
 from __future__ import annotations
@@ -20,19 +20,12 @@ from __future__ import annotations
 import math
 import statistics
 
-NON_FINITE = ("NaN", "Infinity", "-Infinity")
+from rldoctor.metric_numbers import is_finite_number, is_non_finite
+
 # The learner numbers whose NaN means the training diverged. (Counts such as
 # num_trainable_parameters are NaN in healthy runs too.)
 LOSSES = ("total_loss", "policy_loss", "vf_loss", "vf_loss_unclipped", "mean_kl_loss", "entropy",
           "gradients_default_optimizer_global_norm")
-
-
-def is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def is_non_finite(value) -> bool:
-    return value in NON_FINITE or (isinstance(value, float) and not math.isfinite(value))
 
 
 def subject(run: dict) -> str:
@@ -47,7 +40,7 @@ def read_note(run: dict) -> dict:
 
 def series(run: dict, key: str) -> list[tuple[float, float]]:
     """(iteration, value) of a top-level point figure where it is a finite number."""
-    return [(p.get("iteration"), p[key]) for p in run.get("points") or [] if is_number(p.get(key))]
+    return [(p.get("iteration"), p[key]) for p in run.get("points") or [] if is_finite_number(p.get(key))]
 
 
 def jitter(values: list[float]) -> float:
@@ -72,8 +65,8 @@ def weights_frozen(run: dict, recent: int) -> dict | None:
     """Evidence that the learner does not move the weights: lr 0, or KL ~0 throughout."""
     lr = (run.get("settings") or {}).get("lr")
     rates = [v for _, _, v in learner_values(run, "default_optimizer_learning_rate")[-recent:]
-             if is_number(v)]
-    kls = [abs(v) for _, _, v in learner_values(run, "mean_kl_loss")[-recent:] if is_number(v)]
+             if is_finite_number(v)]
+    kls = [abs(v) for _, _, v in learner_values(run, "mean_kl_loss")[-recent:] if is_finite_number(v)]
     if lr == 0 or (rates and max(rates) == 0):
         return {"why": "the learning rate is 0", "lr": lr, "learning_rates": rates[-5:]}
     if kls and max(kls) < 1e-6:
@@ -103,13 +96,13 @@ def weight_gaps(run: dict) -> tuple[list[tuple[float, float]], list]:
     gaps, nan_runner = [], []
     for p in run.get("points") or []:
         learner = [f.get("weights_seq_no") for f in (p.get("learners") or {}).values()
-                   if is_number(f.get("weights_seq_no"))]
+                   if is_finite_number(f.get("weights_seq_no"))]
         runner = p.get("runner_weights_seq_no")
         if not learner:
             continue
         if is_non_finite(runner):
             nan_runner.append(p.get("iteration"))
-        elif is_number(runner):
+        elif is_finite_number(runner):
             gaps.append((p.get("iteration"), max(learner) - runner))
     return gaps, nan_runner
 

@@ -104,3 +104,24 @@ def test_rld601_gives_a_smoke_run_and_a_results_file_of_one_curve_the_same_verdi
             {k: found_smoke[0].evidence[k] for k in keys}
     # a smoke run that reached its target is not judged at all
     assert _rld601({**base, "smoke": {**smoke, "outcome": "reached", "target_return": 1.0}}) == []
+
+
+def test_both_readers_read_a_number_alike_numpy_and_non_finite_included():
+    """One number reader (rldoctor.metric_numbers) on the cluster and in the file reader: a
+    numpy scalar is a number, a NaN is dropped from the smoke curve and kept as "NaN" text in
+    a results file's point, where RLD607 needs to see it; a bool or text is not a number."""
+    import numpy as np
+
+    from rldoctor.metric_numbers import is_finite_number, is_non_finite
+
+    row = _rows([1], [20.0])[0]
+    row["env_runners"].update(episode_return_mean=np.float32(12.5), weights_seq_no=np.float64("nan"),
+                              num_episodes=True)
+    row["learners"]["default_policy"]["weights_seq_no"] = np.int64(7)
+    trimmed, point = trim_result(row), point_of(row)
+    assert trimmed["return_mean"] == point["return_mean"] == 12.5
+    assert trimmed["learner_weights_seq_no"] == point["learners"]["default_policy"]["weights_seq_no"] == 7.0
+    assert trimmed["runner_weights_seq_no"] is None and point["runner_weights_seq_no"] == "NaN"
+    assert trimmed["episodes"] is None and point["episodes"] is None
+    assert is_non_finite(point["runner_weights_seq_no"]) and not is_finite_number("NaN")
+    assert is_non_finite(float("-inf")) and not is_non_finite(None) and not is_non_finite("x")

@@ -293,3 +293,30 @@ def test_a_random_policys_jitter_is_not_learning():
     assert judge_return(noisy, STALL_PARAMS)["learned"] is False
     learning = [22.4, 28.0, 30.2, 39.8, 51.9, 68.1, 84.8, 103.5]
     assert judge_return(learning, STALL_PARAMS)["learned"] is True
+
+
+def test_the_smoke_trainer_travels_by_value_to_a_node_without_rldoctor():
+    """register() ships remote.py and the number reader it uses by value: a Python that cannot
+    import rldoctor unpickles the trainer and trims a result (NaN dropped, numbers kept)."""
+    import ray.cloudpickle as cloudpickle
+
+    from rldoctor.smoke import remote
+
+    remote.register()
+    payload = cloudpickle.dumps((remote.SmokeTrainer, remote.trim_result))
+    code = ("import pickle, sys\n"
+            "class NoRldoctor:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'rldoctor':\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, NoRldoctor())\n"
+            "trainer, trim = pickle.loads(sys.stdin.buffer.read())\n"
+            "point = trim({'training_iteration': 2, 'time_this_iter_s': 0.5,\n"
+            "              'env_runners': {'episode_return_mean': float('nan'), 'weights_seq_no': 1}})\n"
+            "print(point['iteration'], point['iter_s'], point['return_mean'],\n"
+            "      point['runner_weights_seq_no'], trainer.__name__,\n"
+            "      sorted(m for m in sys.modules if m.startswith('rldoctor')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
+                          timeout=60)
+    assert proc.stdout.decode().split() == ["2", "0.5", "None", "1.0", "SmokeTrainer", "[]"], \
+        proc.stderr.decode()[-2000:]

@@ -20,10 +20,10 @@ recent part, evenly thinned earlier), and the evidence says how many rows were r
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from rldoctor.errors import Undiagnosable
+from rldoctor.metric_numbers import json_number
 
 RESULT_FILE = "result.json"
 FULL_READ_BYTES = 64 * 2**20
@@ -85,21 +85,11 @@ def _settings_of(line: str) -> dict:
             and not isinstance(config.get(k), bool) and len(str(config.get(k))) < 80}
 
 
-def _num(value):
-    """A number, or "NaN" / "Infinity" / "-Infinity" as text (plain JSON everywhere)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    if math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
 def _throughput(env: dict) -> float | None:
     value = env.get("num_env_steps_sampled_lifetime_throughput")
     if isinstance(value, dict):
         value = value.get("throughput_since_last_reduce")
-    return _num(value)
+    return json_number(value)
 
 
 def point_of(row: dict) -> dict | None:
@@ -110,22 +100,22 @@ def point_of(row: dict) -> dict | None:
     learners = row.get("learners") if isinstance(row.get("learners"), dict) else {}
     modules = {mid: m for mid, m in learners.items() if isinstance(m, dict) and mid != "__all_modules__"}
     point = {
-        "iteration": _num(row.get("training_iteration")),
-        "time_total_s": _num(row.get("time_total_s")),
-        "time_this_iter_s": _num(row.get("time_this_iter_s")),
-        "return_mean": _num(env.get("episode_return_mean")),
-        "episodes": _num(env.get("num_episodes")),
-        "env_steps_lifetime": _num(env.get("num_env_steps_sampled_lifetime",
+        "iteration": json_number(row.get("training_iteration")),
+        "time_total_s": json_number(row.get("time_total_s")),
+        "time_this_iter_s": json_number(row.get("time_this_iter_s")),
+        "return_mean": json_number(env.get("episode_return_mean")),
+        "episodes": json_number(env.get("num_episodes")),
+        "env_steps_lifetime": json_number(env.get("num_env_steps_sampled_lifetime",
                                            row.get("num_env_steps_sampled_lifetime"))),
         "env_steps_per_s": _throughput(env),
-        "runner_weights_seq_no": _num(env.get("weights_seq_no")),
-        "runners_healthy": _num((row.get("fault_tolerance") or {}).get("num_healthy_workers")),
-        "runners_dropped": _num((row.get("fault_tolerance") or {}).get(
+        "runner_weights_seq_no": json_number(env.get("weights_seq_no")),
+        "runners_healthy": json_number((row.get("fault_tolerance") or {}).get("num_healthy_workers")),
+        "runners_dropped": json_number((row.get("fault_tolerance") or {}).get(
             "num_env_runners_dropped_lifetime")),
         "learners": {},
     }
     for mid, module in modules.items():
-        point["learners"][mid] = {k: _num(module.get(k)) for k in ("weights_seq_no",) + LEARNER_HEALTH
+        point["learners"][mid] = {k: json_number(module.get(k)) for k in ("weights_seq_no",) + LEARNER_HEALTH
                                   if k in module}
     return point
 

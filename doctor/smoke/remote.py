@@ -7,25 +7,18 @@ placement group, the way Tune runs it). The group's strategy is SPREAD, so the
 runners land on different nodes. The learner runs in this actor (num_learners=0).
 
 This module is shipped to the cluster by value (see `register`): nodes need
-nothing of rldoctor installed. It imports only the standard library at module
-level; ray, RLlib, torch and gymnasium are imported inside the methods, on the
-node. It must not import rldoctor.
+nothing of rldoctor installed. At module level it imports only the standard library
+and rldoctor.metric_numbers (standard library only, shipped by value with it); ray,
+RLlib, torch and gymnasium are imported inside the methods, on the node. It must not
+import any other part of rldoctor.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
-
-def _num(value):
-    """A JSON-friendly float: None for missing or NaN values."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) or math.isinf(value) else value
+from rldoctor.metric_numbers import finite
 
 
 def trim_result(result: dict) -> dict:
@@ -37,18 +30,18 @@ def trim_result(result: dict) -> dict:
     lifetime = result.get("num_env_steps_sampled_lifetime", runners.get("num_env_steps_sampled_lifetime"))
     return {
         "iteration": int(result.get("training_iteration") or 0),
-        "iter_s": _num(result.get("time_this_iter_s")),
-        "return_mean": _num(runners.get("episode_return_mean")),
-        "episodes": _num(runners.get("num_episodes")),
-        "env_steps": _num(runners.get("num_env_steps_sampled")),
-        "env_steps_lifetime": _num(lifetime),
-        "sample_s": _num(timers.get("env_runner_sampling_timer")),
-        "learner_update_s": _num(timers.get("learner_update_timer")),
-        "sync_weights_s": _num(timers.get("synch_weights")),
-        "runner_weights_seq_no": _num(runners.get("weights_seq_no")),
-        "learner_weights_seq_no": _num(learner.get("weights_seq_no")),
-        "healthy_runners": _num(faults.get("num_healthy_workers")),
-        "runner_restarts": _num(faults.get("num_remote_worker_restarts")),
+        "iter_s": finite(result.get("time_this_iter_s")),
+        "return_mean": finite(runners.get("episode_return_mean")),
+        "episodes": finite(runners.get("num_episodes")),
+        "env_steps": finite(runners.get("num_env_steps_sampled")),
+        "env_steps_lifetime": finite(lifetime),
+        "sample_s": finite(timers.get("env_runner_sampling_timer")),
+        "learner_update_s": finite(timers.get("learner_update_timer")),
+        "sync_weights_s": finite(timers.get("synch_weights")),
+        "runner_weights_seq_no": finite(runners.get("weights_seq_no")),
+        "learner_weights_seq_no": finite(learner.get("weights_seq_no")),
+        "healthy_runners": finite(faults.get("num_healthy_workers")),
+        "runner_restarts": finite(faults.get("num_remote_worker_restarts")),
     }
 
 
@@ -194,10 +187,15 @@ class SmokeTrainer:
             self.algo = None
 
 
+BY_VALUE = (__name__, "rldoctor.metric_numbers")
+
+
 def register() -> None:
-    """Pickle this module by value, so the actor runs on nodes without rldoctor."""
+    """Pickle this module and the one it reads numbers with by value, so the actor runs on
+    nodes without rldoctor."""
     import sys
 
     import ray
 
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    for name in BY_VALUE:
+        ray.cloudpickle.register_pickle_by_value(sys.modules[name])
