@@ -358,7 +358,7 @@ def _stall(run: dict, params: dict):
     target = f"; target {run['target_return']:g} missed" if missed else ""
     if frozen:  # weights that do not move cannot learn, whatever the curve's noise says
         evidence["weights_frozen"] = frozen
-        lr0 = ("The learning rate is 0, so the weights never change: " if frozen.get("lr") == 0
+        lr0 = ("The learning rate is 0, so the weights never change. " if frozen.get("lr") == 0
                else "")
         yield fail(_runs.subject(run), f"the weights do not move ({frozen['why']}), so the run "
                    f"cannot learn: the return was {start} and {last} ({noise}){target}", evidence,

@@ -148,8 +148,9 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
 
 
 def test_probe_fan_out_answers_every_call_once_within_its_timeout(cluster3):
-    """fleet.ask, the one fan-out to the probes (facts, stacks, bundle host facts, Tune tails):
-    an answer per call, ok, raised, timed out or without a probe, never longer than asked."""
+    """fleet.ask, the one fan-out to the probes (facts, stacks, bundle host facts, Tune tails,
+    port listeners and connects, ping rounds): an answer per call, ok, raised, timed out or
+    without a probe, each with its own duration, never longer than asked."""
     ids = [n.node_id for n in cluster3.nodes]
     out = run_driver(cluster3, (
         "import json, os, time\n"
@@ -163,19 +164,22 @@ def test_probe_fan_out_answers_every_call_once_within_its_timeout(cluster3):
         "calls['missing'] = ('ff' * 28, 'call_here', os.getpid)\n"
         "calls['raises'] = (ids[1], 'call_here', int, 'not a number')\n"
         "calls['slow'] = (ids[2], 'call_here', time.sleep, 30)\n"
+        "calls['nap'] = (ids[0], 'call_here', time.sleep, 1.5)\n"
         "t = time.monotonic()\n"
         "answers = fleet.ask(calls, 4.0)\n"
         "took = time.monotonic() - t\n"
         "fleet.shutdown()\n"
         "print('=>', json.dumps({'took': took, 'facts': sorted(fleet.facts), 'answers': "
-        "{k: [a.kind, a.node_id, a.error, a.value] for k, a in answers.items()}}))\n"))
+        "{k: [a.kind, a.node_id, a.error, a.value, a.took_s] for k, a in answers.items()}}))\n"))
     found = json.loads(out.strip())
     answers = found["answers"]
     assert found["facts"] == sorted(ids)  # the facts round itself went through the same fan-out
-    assert set(answers) == {f"pid:{n}" for n in ids} | {"missing", "raises", "slow"}
+    assert set(answers) == {f"pid:{n}" for n in ids} | {"missing", "raises", "slow", "nap"}
     for n in ids:
-        kind, node, error, pid = answers[f"pid:{n}"]
+        kind, node, error, pid, took_s = answers[f"pid:{n}"]
         assert (kind, node, error) == ("ok", n, None) and pid > 0
+        assert took_s < 1.0  # its own time, not the slowest call's (a ping's round trip)
+    assert answers["nap"][0] == "ok" and 1.4 < answers["nap"][4] < 3.0
     assert len({answers[f"pid:{n}"][3] for n in ids}) == 3  # one probe per node, each its own
     assert answers["missing"][:2] == ["no_probe", "ff" * 28]
     assert answers["raises"][0] == "error" and "ValueError" in answers["raises"][2]

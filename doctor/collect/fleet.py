@@ -68,22 +68,23 @@ class Asked:
 
     def wait(self, timeout_s: float, *, stragglers: bool = False, skip=()) -> dict:
         """{key: Answer} for every call, after at most `timeout_s`; a call not answered by
-        then is cancelled (kind "timeout"). With `stragglers`, once half have answered the
-        rest get STRAGGLER_FACTOR times what the others took (at least STRAGGLER_MIN_S).
-        Keys in `skip` are not waited for and left out."""
+        then is cancelled (kind "timeout"). An answer's `took_s` runs from its send to the
+        moment it was seen ready (its own time, not the slowest call's). With `stragglers`,
+        once half have answered the rest get STRAGGLER_FACTOR times what the others took (at
+        least STRAGGLER_MIN_S). Keys in `skip` are not waited for and left out."""
         import ray
 
         skip = set(skip)
         pending = {ref: where for ref, where in self._refs.items() if where[0] not in skip}
         ready, not_ready = _wait(list(pending), timeout_s, stragglers)
-        for ref in ready:
+        for ref, seen in ready.items():
             key, node_id, sent = pending[ref]
             try:
                 value = ray.get(ref, timeout=1)
-                self.answers[key] = Answer(node_id, value=value, took_s=time.perf_counter() - sent)
+                self.answers[key] = Answer(node_id, value=value, took_s=seen - sent)
             except Exception as exc:  # the node died under the probe, or killed it for memory
                 self.answers[key] = Answer(node_id, "error", error=error_line(exc),
-                                           took_s=time.perf_counter() - sent)
+                                           took_s=seen - sent)
         for ref in not_ready:
             key, node_id, sent = pending[ref]
             self.answers[key] = Answer(node_id, "timeout", took_s=time.perf_counter() - sent,
@@ -107,26 +108,34 @@ def ask(fleet, calls: dict, timeout_s: float, **wait) -> dict:
     return send(fleet, calls).wait(timeout_s, **wait)
 
 
-def _wait(refs: list, wait_s: float, stragglers: bool) -> tuple[list, list]:
+def _wait(refs: list, wait_s: float, stragglers: bool) -> tuple[dict, list]:
+    """({ref: when it was seen ready, as time.perf_counter()}, [refs not ready by the end]).
+
+    Refs are taken one at a time as they come, so each answer's time is its own (a ping's
+    round trip, a stack dump's duration), not the time the last one came.
+    """
     import ray
 
     if not refs:
-        return [], []
-    if not stragglers:
-        return ray.wait(refs, num_returns=len(refs), timeout=max(0.0, wait_s))
+        return {}, []
     started = time.monotonic()
-    deadline = started + wait_s
-    ready, not_ready, last_answer = [], list(refs), None
+    deadline = started + max(0.0, wait_s)
+    ready, not_ready, last_answer = {}, list(refs), None
     while not_ready:
         now, end = time.monotonic(), deadline
-        if last_answer is not None and len(ready) >= len(refs) / 2:  # the peers answered
+        if stragglers and last_answer is not None and len(ready) >= len(refs) / 2:  # peers answered
             end = min(end, started + max(STRAGGLER_MIN_S, STRAGGLER_FACTOR * (last_answer - started)))
         if end <= now:
             break
         done, not_ready = ray.wait(not_ready, num_returns=1, timeout=end - now)
         if done:
-            ready += done
+            seen = time.perf_counter()
+            ready.update((ref, seen) for ref in done)
             last_answer = time.monotonic()
+    if not_ready:  # what came at the very end (or was there already, for a timeout of 0)
+        done, not_ready = ray.wait(not_ready, num_returns=len(not_ready), timeout=0)
+        seen = time.perf_counter()
+        ready.update((ref, seen) for ref in done)
     return ready, not_ready
 
 

@@ -20,6 +20,7 @@ import statistics
 import time
 
 from rldoctor.collect import error_line
+from rldoctor.collect.fleet import ask
 
 DEFAULT_ROUNDS = 20
 MAX_PINGS_TOTAL = 2000  # pings per collection; rounds shrink as nodes grow
@@ -52,41 +53,25 @@ def _store_has_room(object_store: dict | None, node_id: str, object_bytes: int) 
     return capacity > 0 and used + 2 * object_bytes <= 0.7 * capacity
 
 
-def _ping_rounds(actors: dict, rounds: int, budget) -> tuple[dict, dict]:
-    """`rounds` rounds that each ping every node at once: ({node: [ms, ...]}, {node: error})."""
-    import ray
-
-    samples: dict[str, list[float]] = {node_id: [] for node_id in actors}
+def _ping_rounds(fleet, nodes: list[str], rounds: int, budget) -> tuple[dict, dict]:
+    """`rounds` rounds that each ping every node at once (one fan-out, `fleet.ask`):
+    ({node: [ms, ...]}, {node: error}). A node that fails a round is not pinged again."""
+    samples: dict[str, list[float]] = {node_id: [] for node_id in nodes}
     errors: dict[str, str] = {}
-    live = dict(actors)
+    live = list(nodes)
     for warm in (True,) + (False,) * rounds:  # the first round only warms the paths
         if not live:
             break
-        sent = {}
-        for node_id, actor in live.items():
-            sent[actor.ping.remote()] = (node_id, time.perf_counter())
-        pending = list(sent)
-        deadline = time.monotonic() + budget.left(CALL_TIMEOUT_S)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1,
-                                      timeout=max(0.0, deadline - time.monotonic()))
-            if not ready:
-                break
-            now = time.perf_counter()
-            for ref in ready:
-                node_id, sent_at = sent[ref]
-                try:
-                    ray.get(ref, timeout=0)
-                except Exception as exc:  # a node that stops answering keeps what it gave
-                    errors[node_id] = error_line(exc, 200)
-                    live.pop(node_id, None)
-                    continue
+        answers = ask(fleet, {n: (n, "ping") for n in live}, budget.left(CALL_TIMEOUT_S))
+        for node_id, answer in answers.items():
+            if answer.ok:
                 if not warm:
-                    samples[node_id].append((now - sent_at) * 1000)
-        for ref in pending:
-            node_id = sent[ref][0]
-            errors[node_id] = f"no answer to a ping within {CALL_TIMEOUT_S:g}s"
-            live.pop(node_id, None)
+                    samples[node_id].append(answer.took_s * 1000)
+                continue
+            # a node that stops answering keeps what it gave
+            errors[node_id] = (f"no answer to a ping within {CALL_TIMEOUT_S:g}s"
+                               if answer.kind == "timeout" else answer.error[:200])
+            live.remove(node_id)
     return samples, errors
 
 
@@ -230,7 +215,7 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
               "rounds": rounds, "object_bytes": object_bytes, "nodes": {}, "skipped_transfer": {},
               "suspect_criteria": {"latency_over_baseline_ms": LATENCY_SUSPECT_MS,
                                    "bandwidth_fraction_of_median": BANDWIDTH_SUSPECT_FRACTION}}
-    samples, errors = _ping_rounds({n: fleet.actors[n] for n in nodes}, rounds, budget)
+    samples, errors = _ping_rounds(fleet, nodes, rounds, budget)
     pulls: dict[str, list[float]] = {}
     if object_bytes > 0:
         for node_id in nodes:

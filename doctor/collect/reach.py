@@ -18,7 +18,8 @@ from __future__ import annotations
 import bisect
 import time
 
-from rldoctor.collect import error_line, portprobe
+from rldoctor.collect import portprobe
+from rldoctor.collect.fleet import ask
 from rldoctor.collect.nodes import HEAD_RESOURCE, NODE_PORTS
 
 CONNECT_DEADLINE_S = 1.5  # Linux resends a lost SYN after 1 s: one lost packet is not a closed port
@@ -76,36 +77,27 @@ def _endpoints(table: list[dict], gcs_address: str | None) -> tuple[dict, str | 
 def _listen_on_worker_ports(fleet, endpoints: dict, budget) -> tuple[dict, dict]:
     """Each probe listens on a port of its node's worker range: ({node: [low, high]}, {node: why
     not}); the ports go into `endpoints` as component "worker"."""
-    import ray
-
-    asked, ranges, missing = {}, {}, {}
-    for node_id, actor in fleet.actors.items():
+    calls, ranges, missing = {}, {}, {}
+    for node_id in fleet.actors:
         listening = ((fleet.facts.get(node_id) or {}).get("host") or {}).get("listening") or {}
         low, high = (listening.get("worker_ports") or [None, None])[:2]
         ranges[node_id] = [low, high] if low and high else None
         # Up until the connects are done, a wait for the relayed listeners included.
-        ref = actor.call_here.remote(portprobe.listen_briefly, low, high,
-                                     RELAY_WAIT_S + CONNECT_DEADLINE_S + LISTEN_EXTRA_S)
-        asked[ref] = node_id
-    ready, late = (ray.wait(list(asked), num_returns=len(asked), timeout=budget.left(LISTEN_WAIT_S))
-                   if asked else ([], []))
-    for ref in ready:
-        node_id = asked[ref]
-        try:
-            answer = ray.get(ref, timeout=1)
-        except Exception as exc:
-            missing[node_id] = error_line(exc, 160)
-            continue
-        if answer.get("port") and node_id in endpoints:
+        calls[node_id] = (node_id, "call_here", portprobe.listen_briefly, low, high,
+                          RELAY_WAIT_S + CONNECT_DEADLINE_S + LISTEN_EXTRA_S)
+    for node_id, answer in ask(fleet, calls, budget.left(LISTEN_WAIT_S)).items():
+        if answer.kind == "timeout":
+            missing[node_id] = f"its probe did not listen within {LISTEN_WAIT_S:g}s"
+        elif not answer.ok:
+            missing[node_id] = answer.error[:160]
+        elif answer.value.get("port") and node_id in endpoints:
             ip = (endpoints[node_id].get("node_manager") or [None])[0]
-            if answer.get("in_range") or not ranges.get(node_id):
-                endpoints[node_id]["worker"] = [ip, int(answer["port"])]
+            if answer.value.get("in_range") or not ranges.get(node_id):
+                endpoints[node_id]["worker"] = [ip, int(answer.value["port"])]
             else:
                 missing[node_id] = "no free port in the node's worker port range"
         else:
-            missing[node_id] = answer.get("error") or "no port"
-    for ref in late:
-        missing[asked[ref]] = f"its probe did not listen within {LISTEN_WAIT_S:g}s"
+            missing[node_id] = answer.value.get("error") or "no port"
     return ranges, missing
 
 
@@ -114,39 +106,31 @@ def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, 
     """For each node whose probe never answered (not one whose raylet is silent: its node
     manager is tried anyway), a healthy peer's probe starts a task there that listens on a
     worker port: {node: the peer that placed it}."""
-    import ray
-
     waiting = [n for n, failure in fleet.failed.items()
                if failure.get("kind") == "timeout" and n in endpoints
                and "worker" not in endpoints[n]]
     peers = [n for n in sorted(fleet.actors) if n != head] or sorted(fleet.actors)
-    asked = {}
+    calls = {}
     for node_id in waiting[:MAX_RELAYED]:
         peer = next((p for p in peers if p != node_id), None)
         if peer is None:
             break
-        ref = fleet.actors[peer].call_here.remote(
-            portprobe.listen_on, node_id, CONNECT_DEADLINE_S + LISTEN_EXTRA_S, RELAY_WAIT_S)
-        asked[ref] = (node_id, peer)
-    ready, late = (ray.wait(list(asked), num_returns=len(asked),
-                            timeout=budget.left(RELAY_WAIT_S + 1)) if asked else ([], []))
+        calls[node_id] = (peer, "call_here", portprobe.listen_on, node_id,
+                          CONNECT_DEADLINE_S + LISTEN_EXTRA_S, RELAY_WAIT_S)
     via = {}
-    for ref in ready:
-        node_id, peer = asked[ref]
-        try:
-            answer = ray.get(ref, timeout=1)
-        except Exception as exc:
-            answer = {"error": error_line(exc, 160)}
-        if answer.get("port") and answer.get("in_range"):
+    for node_id, answer in ask(fleet, calls, budget.left(RELAY_WAIT_S + 1)).items():
+        if answer.kind == "timeout":
+            missing[node_id] = f"no task placed there listened within {RELAY_WAIT_S:g}s"
+            continue
+        value = answer.value if answer.ok else {"error": answer.error[:160]}
+        if value.get("port") and value.get("in_range"):
             ip = (endpoints[node_id].get("node_manager") or [None])[0]
-            endpoints[node_id]["worker"] = [ip, int(answer["port"])]
-            ranges[node_id] = answer.get("range")
-            via[node_id] = peer
+            endpoints[node_id]["worker"] = [ip, int(value["port"])]
+            ranges[node_id] = value.get("range")
+            via[node_id] = answer.node_id
             missing.pop(node_id, None)
         else:
-            missing[node_id] = answer.get("error") or "no free port in its worker port range"
-    for ref in late:
-        missing[asked[ref][0]] = f"no task placed there listened within {RELAY_WAIT_S:g}s"
+            missing[node_id] = value.get("error") or "no free port in its worker port range"
     return via
 
 
@@ -161,33 +145,27 @@ def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
     relayed = _listen_through_a_peer(fleet, endpoints, ranges, no_worker_port, head, budget)
     node_ids = sorted(endpoints)
     sources = sorted(n for n in fleet.actors if n in endpoints)
-    pairs_of = plan(node_ids, sources, head)
-    asked = {}
-    longest = 0
-    for source, targets in pairs_of.items():
+    pairs_of, calls = {}, {}
+    for source, targets in plan(node_ids, sources, head).items():
         pairs = [(t, c) for t in targets for c in endpoints[t]]
-        if not pairs:
-            continue
-        longest = max(longest, len(pairs))
-        ref = fleet.actors[source].call_here.remote(
-            portprobe.connect_all, [endpoints[t][c] for t, c in pairs], CONNECT_DEADLINE_S)
-        asked[ref] = (source, pairs)
-    rounds = 1 + longest // portprobe.MAX_OPEN_SOCKETS
+        if pairs:
+            pairs_of[source] = pairs
+            calls[source] = (source, "call_here", portprobe.connect_all,
+                             [endpoints[t][c] for t, c in pairs], CONNECT_DEADLINE_S)
+    rounds = 1 + max(map(len, pairs_of.values()), default=0) // portprobe.MAX_OPEN_SOCKETS
     wait_s = budget.left(CONNECT_DEADLINE_S * rounds + ROUND_SLACK_S)
-    ready, late = (ray.wait(list(asked), num_returns=len(asked), timeout=wait_s)
-                   if asked else ([], []))
     tried: dict = {t: {} for t in node_ids}
     failed: dict = {t: {} for t in node_ids}
     opened: dict = {t: 0 for t in node_ids}
     failures, not_tried, connects = [], {}, 0
-    for ref in ready:
-        source, pairs = asked[ref]
-        try:
-            answers = ray.get(ref, timeout=1)
-        except Exception as exc:
-            not_tried[source] = error_line(exc, 160)
+    for source, answer in ask(fleet, calls, wait_s).items():
+        if answer.kind == "timeout":
+            not_tried[source] = f"its probe did not answer within {wait_s:.1f}s"
             continue
-        for (target, component), (status, ms) in zip(pairs, answers):
+        if not answer.ok:
+            not_tried[source] = answer.error[:160]
+            continue
+        for (target, component), (status, ms) in zip(pairs_of[source], answer.value):
             connects += 1
             tried[target][component] = tried[target].get(component, 0) + 1
             if status == "open":
@@ -198,8 +176,6 @@ def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
                 host, port = endpoints[target][component]
                 failures.append({"source": source, "target": target, "component": component,
                                  "host": host, "port": port, "status": status, "ms": ms})
-    for ref in late:
-        not_tried[asked[ref][0]] = f"its probe did not answer within {wait_s:.1f}s"
     every_pair = len(node_ids) <= ALL_PAIRS_UP_TO
     return {
         "deadline_s": CONNECT_DEADLINE_S,
