@@ -1,11 +1,14 @@
-"""Training that does not learn, stale weights, a failed smoke run, poor scaling: RLD601-RLD604.
+"""Training that does not learn, stale weights, a failed smoke run, poor scaling, NaN
+metrics: RLD601-RLD604, RLD607.
 
 Pure functions over the `smoke` and `scaling` sections that `rldoctor smoke-train`
 records (see rldoctor.smoke); they run the same on a live smoke run and on a
 recorded one (`rldoctor smoke-train --record FILE`, then `rldoctor check --from FILE`).
 
-RLD601, RLD602 and RLD607 also read the `runs` section (`rldoctor check --run PATH`:
-Tune result.json files). A common troubleshooting row ("training stalls: parameter sync
+RLD601 and RLD602 also read the `runs` section (`rldoctor check --run PATH`: Tune
+result.json files), RLD607 reads only that. The smoke run and a results file's run are one
+kind of run record (rldoctor.checks._runs), asked the same questions by the same helpers.
+A common troubleshooting row ("training stalls: parameter sync
 broken: check the sync settings") becomes two measurements here: whether the return
 still improves (RLD601) and whether the env runners act with the learner's weights
 (RLD602).
