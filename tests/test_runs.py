@@ -61,8 +61,7 @@ def test_lr0_stall_names_the_iterations_and_the_frozen_weights():
 
 
 def test_a_run_that_learned_then_flattened_is_an_info_and_a_falling_one_a_warn(tmp_path):
-    rows = [json.loads(line) for line in _rows("healthy")]
-    base = [r["env_runners"]["episode_return_mean"] for r in rows]
+    rows = [json.loads(line) for line in _rows("healthy")]  # real rows, their returns edited
     plateau = [20 + 6 * i for i in range(12)] + [95 + (i % 3) for i in range(24)]
     lines = []
     for i, value in enumerate(plateau):
@@ -79,7 +78,6 @@ def test_a_run_that_learned_then_flattened_is_an_info_and_a_falling_one_a_warn(t
         lines[i] = json.dumps(row)
     _, [finding] = findings_for([_write(tmp_path, lines)], ("RLD601",))
     assert finding.severity.label == "warn" and "falling" in finding.message
-    assert base  # the recorded curve is the template
 
 
 def test_noise_decides_what_counts_as_improvement():
