@@ -12,7 +12,10 @@ checks read both through the same helpers, one per question:
   `weights_frozen` (the learner's own numbers say the weights cannot move);
 - the weight sync: `weight_gaps` (learner minus runner weights_seq_no, and where the
   runners report NaN) and `lag_growing`;
-- NaN and infinite values (rldoctor.metric_numbers reads every number), and throughput against the run's earlier rate.
+- NaN and infinite values, and throughput against the run's earlier rate.
+
+A run record also says whether the run had a target return and reached it (the smoke run
+has one). Every number, on both sides, is read by rldoctor.metric_numbers.
 """
 
 from __future__ import annotations
