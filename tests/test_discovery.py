@@ -1,7 +1,8 @@
 """Nothing ships or runs only because someone remembered a list: check modules are found in
 `checks/`, every package of the source tree is in pyproject, and the --format choices are
 the renderers. Each test fails when a new part is added the way a newcomer would add it but
-one of those places is forgotten."""
+one of those places is forgotten; and a new wait on the probes' answers uses the one fan-out
+(fleet.ask) instead of a loop of its own."""
 
 from __future__ import annotations
 
@@ -76,3 +77,31 @@ def test_format_choices_are_the_renderers_and_each_renders_a_report():
     for fmt in FORMATS:
         result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"), "--format", fmt)
         assert result.code == 1 and "RLD101" in result.stdout, (fmt, result.stderr[-500:])
+
+
+def _waits_on_many_refs(path: Path) -> list[int]:
+    """Lines of `path` that call ray.wait on anything but a one-element list literal."""
+    import ast
+
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "wait" and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "ray"):
+            first = node.args[0] if node.args else None
+            if not (isinstance(first, ast.List) and len(first.elts) == 1):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_every_fan_out_to_the_probes_goes_through_fleet_ask(tmp_path):
+    """One fan-out-and-wait (rldoctor.collect.fleet.ask: per-call deadline, an answer for a
+    late, failed or missing probe); a module that waits on many refs itself fails here."""
+    fleet = ROOT / "doctor" / "collect" / "fleet.py"
+    found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "doctor").rglob("*.py"))
+             if p != fleet and (lines := _waits_on_many_refs(p))}
+    assert found == {}, f"use rldoctor.collect.fleet.ask instead of ray.wait: {found}"
+    assert _waits_on_many_refs(fleet)  # the guard sees a wait where there is one
+    loop = tmp_path / "loop.py"
+    loop.write_text("import ray\nready, late = ray.wait(list(refs), num_returns=len(refs))\n")
+    assert _waits_on_many_refs(loop) == [2]
