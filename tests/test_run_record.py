@@ -102,6 +102,15 @@ def test_rld601_gives_a_smoke_run_and_a_results_file_of_one_curve_the_same_verdi
         keys = ("iterations", "flat_iterations", "learned", "level", "best_level", "bar")
         assert {k: found_run[0].evidence[k] for k in keys} == \
             {k: found_smoke[0].evidence[k] for k in keys}
+    # RLD603's likely cause for the missed target asks the same judge
+    from rldoctor.checks.training import smoke_train_failed
+
+    missed = {**smoke, "outcome": "missed", "target_return": 195.0, "time_budget_s": 60.0,
+              "stage": "done", "figures": {"best_return": max(returns)}}
+    [rld603] = list(smoke_train_failed(Snapshot({**base, "smoke": missed}),
+                                       smoke_train_failed.params))
+    no_progress = "no learning progress" in rld603.evidence["likely_cause"]
+    assert no_progress == (name in ("never improved", "lr 0")), rld603.evidence["likely_cause"]
     # a smoke run that reached its target is not judged at all
     assert _rld601({**base, "smoke": {**smoke, "outcome": "reached", "target_return": 1.0}}) == []
 
