@@ -129,7 +129,8 @@ def _exit(code: int) -> None:
 @click.option("--output", type=click.Path(dir_okay=False), help="Snapshot file to write.")
 @click.option("--bundle", type=click.Path(), metavar="FILE.tar.gz",
               help="Write the incident bundle instead: snapshot, report, log tails, host facts "
-              "and stacks of every node in one redacted tar.gz to attach to a ticket.")
+              "and stacks of every node in one redacted tar.gz to attach to a ticket (through "
+              "a dashboard address, gathered by the collectors' job inside the cluster).")
 @click.option("--address", help="GCS address HOST:PORT, http(s)://HOST:PORT of the dashboard, "
               "or 'auto'. Default: $RAY_ADDRESS, then auto.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
@@ -214,8 +215,9 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
 
 
 @main.command()
-@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto' for the cluster "
-              "on this machine. Default: $RAY_ADDRESS, then auto.")
+@click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
+              "dashboard (one short Ray job per round, stopped and deleted on exit), or 'auto' "
+              "for the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
 @click.option("--interval", type=click.FloatRange(min=1), default=60.0, show_default=True,
               metavar="SECONDS", help="Seconds from the start of one round to the next.")
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), required=True,
@@ -247,7 +249,9 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
     rldoctor_last_run_timestamp_seconds, rldoctor_run_duration_seconds and per-training
     figures. Each finding that opens or resolves is one JSON line on stdout (or --log).
     The connection and one probe per node are kept between rounds; SIGTERM or Ctrl-C
-    remove the probes and end the watch. Alert rules: alerts/rldoctor.rules.yml.
+    remove the probes and end the watch. Through a dashboard address each round is one
+    short Ray job, and SIGTERM or Ctrl-C stop and delete the round's job. Alert rules:
+    alerts/rldoctor.rules.yml.
     """
     try:
         from rldoctor.commands.watch import watch as run
