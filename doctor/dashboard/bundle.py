@@ -16,10 +16,10 @@ import time
 
 from rldoctor.bundle.manifest import Item
 from rldoctor.collect.job_bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
-from rldoctor.collect.job_main import FAILED, unframe
+from rldoctor.collect.job_main import unframe
 from rldoctor.errors import Undiagnosable
 
-LOG_POLL_S = 0.5
+LOG_POLL_S = 0.25
 ITEMS_TIME_S = 20.0 + 10.0  # the Gatherer's own budget for items, plus redaction and printing
 LINGER_S = 90.0  # the driver's wait for our stop before it deletes its log on its own
 
@@ -64,7 +64,7 @@ class JobItems:
                     job.timing["started_s"] = round(now - started, 3)
                     end_by = now + job.timeout_s + ITEMS_TIME_S + 30.0
                 logs = job.logs()
-                if ITEMS_END in logs or ITEMS_FAILED in logs or FAILED in logs:
+                if ITEMS_END in logs or ITEMS_FAILED in logs:  # else: until done or failed
                     break
                 if now > end_by:
                     raise Undiagnosable(
