@@ -62,9 +62,9 @@ def _redact(gatherer, doc: dict):
 
 def _fit(items, max_bytes: int) -> None:
     """Cut the largest logs from the front so that the items fit in `max_bytes` in all."""
-    from rldoctor.bundle.writer import Member, fit
-
     import json
+
+    from rldoctor.bundle.writer import Member, fit
 
     members, logs = [], {}
     for n, item in enumerate(items):
