@@ -1,6 +1,5 @@
 """The `rldoctor` command line: the options of each command and its error handling; what a
-command does is in rldoctor.commands (check, lint, smoke_train; collect and watch call
-rldoctor.collect/bundle and rldoctor.watch directly).
+command does is in rldoctor.commands (check, collect, lint, smoke_train, watch).
 
 Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
 torch. Every error a user can cause is one line on stderr and an exit code
@@ -17,8 +16,7 @@ import textwrap
 import click
 
 from rldoctor import __version__
-from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError, UsageError
-from rldoctor.output import write_text
+from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
 from rldoctor.report.render import FORMATS
@@ -131,7 +129,8 @@ def _exit(code: int) -> None:
 @click.option("--output", type=click.Path(dir_okay=False), help="Snapshot file to write.")
 @click.option("--bundle", type=click.Path(), metavar="FILE.tar.gz",
               help="Write the incident bundle instead: snapshot, report, log tails, host facts "
-              "and stacks of every node in one redacted tar.gz to attach to a ticket.")
+              "and stacks of every node in one redacted tar.gz to attach to a ticket (through "
+              "a dashboard address, gathered by the collectors' job inside the cluster).")
 @click.option("--address", help="GCS address HOST:PORT, http(s)://HOST:PORT of the dashboard, "
               "or 'auto'. Default: $RAY_ADDRESS, then auto.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
@@ -150,45 +149,22 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
     auth token, runtime_env env_vars values, secret-looking values or URL credentials:
     everything is redacted before it is written.
     """
-    if bool(output) == bool(bundle):
-        _fail(UsageError("collect: give exactly one of --output FILE (a snapshot) or "
-                         "--bundle FILE.tar.gz (the incident bundle)"))
-    if bundle:
-        _collect_bundle(bundle, address, timeout, force, max_size, obfuscate)
     try:
-        from rldoctor.dashboard.remote import take_snapshot
-        from rldoctor.snapshot import dumps
+        from rldoctor.commands.collect import (check_choice, collect_bundle_file,
+                                               collect_snapshot_file)
 
-        doc = take_snapshot(address, timeout_s=timeout, leave=False)
-        write_text(dumps(doc), output)
-        from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
-
-        failed = [k for k, v in doc.get("collectors", {}).items()
-                  if v.get("status") != "ok" and k not in NOT_FROM_A_LIVE_CLUSTER]
-        click.echo(f"snapshot of {len(doc.get('nodes') or [])} node(s) written to {output}"
-                   + (f"; not collected: {', '.join(failed)}" if failed else ""))
-        _exit(0)
+        check_choice(output, bundle)
+        if bundle:
+            line = collect_bundle_file(bundle, address, timeout, force, max_size, obfuscate)
+        else:
+            line = collect_snapshot_file(output, address, timeout)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        _fail(Interrupted("interrupted: probes stopped and removed, no snapshot written"))
-
-
-def _collect_bundle(path, address, timeout, force, max_size, obfuscate) -> None:
-    try:
-        from rldoctor.bundle.build import write_bundle
-
-        done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
-                            obfuscate=obfuscate, force=force)
-        click.echo(f"bundle of {done['nodes']} node(s) written to {path}: {done['bytes'] / 1e6:.2f} MB, "
-                   f"{done['items_ok']} item(s) collected, {done['items_failed']} not (see "
-                   f"manifest.json), {done['seconds']:.1f}s"
-                   + (f"; obfuscation map in {done['map']} (keep it private)" if done["map"] else ""))
-        _exit(0)
-    except RldoctorError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        _fail(Interrupted("interrupted: probes stopped and removed, no bundle written"))
+        _fail(Interrupted("interrupted: probes stopped and removed, no "
+                          + ("bundle" if bundle else "snapshot") + " written"))
+    click.echo(line)
+    _exit(0)
 
 
 @main.command("smoke-train")
@@ -239,8 +215,9 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
 
 
 @main.command()
-@click.option("--address", help="GCS address HOST:PORT of the head, or 'auto' for the cluster "
-              "on this machine. Default: $RAY_ADDRESS, then auto.")
+@click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
+              "dashboard (one short Ray job per round, stopped and deleted on exit), or 'auto' "
+              "for the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
 @click.option("--interval", type=click.FloatRange(min=1), default=60.0, show_default=True,
               metavar="SECONDS", help="Seconds from the start of one round to the next.")
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), required=True,
@@ -272,22 +249,15 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
     rldoctor_last_run_timestamp_seconds, rldoctor_run_duration_seconds and per-training
     figures. Each finding that opens or resolves is one JSON line on stdout (or --log).
     The connection and one probe per node are kept between rounds; SIGTERM or Ctrl-C
-    remove the probes and end the watch. Alert rules: alerts/rldoctor.rules.yml.
+    remove the probes and end the watch. Through a dashboard address each round is one
+    short Ray job, and SIGTERM or Ctrl-C stop and delete the round's job. Alert rules:
+    alerts/rldoctor.rules.yml.
     """
     try:
-        from rldoctor.commands.check import check_params, validate_codes, validate_params
-        from rldoctor.registry import load_registry
+        from rldoctor.commands.watch import watch as run
 
-        registry = load_registry()
-        only_codes, skip_codes = _codes(only), _codes(skip)
-        validate_codes("--only", only_codes, registry)
-        validate_codes("--skip", skip_codes, registry)
-        params = check_params(settings, None)
-        validate_params(params, registry)
-        from rldoctor.watch import run_watch
-
-        code = run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,
-                         skip_codes, ignores, config, params, timeout, check_timeout)
+        code = run(address, interval, metrics_port, metrics_host, log_path, _codes(only),
+                   _codes(skip), settings, timeout, check_timeout, ignores, config)
     except RldoctorError as exc:
         _fail(exc)
     _exit(code)

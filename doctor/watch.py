@@ -7,6 +7,8 @@ report as `check` (rldoctor.diagnose, rldoctor.muting), replaces what /metrics s
 (rldoctor.watch_transitions). A round that does not reach the cluster sets rldoctor_up
 to 0, logs why, and the next round tries again. SIGTERM or Ctrl-C stop the child (it
 kills its probes) and end the watch within seconds. This process never imports ray.
+Through a dashboard address (http(s)://) each round is one short collectors' job instead,
+run by a child of its own (rldoctor.dashboard.watch_rounds), stopped and deleted on SIGTERM.
 """
 
 from __future__ import annotations
@@ -217,7 +219,15 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
     registry = load_registry()
     selected = registry.select(only, skip)
     mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
-    if address and address not in ("auto", "local"):
+    from rldoctor.dashboard import is_dashboard_address
+    from rldoctor.dashboard.remote import chosen_address
+
+    through_dashboard = is_dashboard_address(chosen_address(address))
+    if through_dashboard:  # one short job per round (rldoctor.dashboard.watch_rounds)
+        from rldoctor.dashboard.http import base_url
+
+        base_url(chosen_address(address))  # a malformed URL is one line now
+    elif address and address not in ("auto", "local"):
         resolve(address)  # a malformed address is one line now, not a round that fails forever
 
     def diagnose_round(doc: dict):
@@ -234,7 +244,12 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
         raise UsageError(f"--metrics-port {metrics_port}: cannot serve on {metrics_host}:"
                          f"{metrics_port}: {exc.strerror or exc}") from None
     log = TransitionLog(log_path)
-    collector = CollectorProcess(address, timeout)
+    if through_dashboard:
+        from rldoctor.dashboard.watch_rounds import DashboardRounds
+
+        collector = DashboardRounds(chosen_address(address), timeout)
+    else:
+        collector = CollectorProcess(address, timeout)
     watch = Watch(collector, metrics, log, diagnose_round, interval)
 
     def on_signal(signum, frame):

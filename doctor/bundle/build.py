@@ -4,6 +4,8 @@
    before spending any time on the cluster.
 2. Take the snapshot with the bundle's Gatherer as an extra (logs, stacks, host facts,
    Tune results while the probes are up), then diagnose it: the report of the same run.
+   Through the dashboard address the job inside the cluster runs that Gatherer and sends
+   the items back in its output (rldoctor.dashboard.bundle, rldoctor.collect.job_bundle).
 3. Redact everything (and obfuscate, with --obfuscate), fit the size cap by cutting the
    largest logs from the front, write the manifest, and rename the archive into place.
 Progress goes to stderr, line by line: which node, which item.
@@ -54,11 +56,11 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                  obfuscate: bool = False, force: bool = False, progress=None) -> dict:
     """Collect and write the bundle at `path`; returns a summary (file, bytes, nodes, items)."""
     from rldoctor.bundle import assemble
-    from rldoctor.bundle.gather import Gatherer
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator, map_path
     from rldoctor.bundle.writer import BundleFile, Member, fit
-    from rldoctor.dashboard.remote import take_snapshot
+    from rldoctor.dashboard import is_dashboard_address
+    from rldoctor.dashboard.remote import chosen_address, take_snapshot
     from rldoctor.diagnose import diagnose
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
@@ -69,7 +71,14 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
     wrote_map = False
     try:
-        gatherer = Gatherer(progress=say)
+        if is_dashboard_address(chosen_address(address)):  # gathered by the job, in the cluster
+            from rldoctor.dashboard.bundle import JobItems
+
+            gatherer = JobItems(progress=say, max_bytes=max_bytes)
+        else:
+            from rldoctor.bundle.gather import Gatherer
+
+            gatherer = Gatherer(progress=say)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")
         snap_started = time.perf_counter()
         doc = take_snapshot(address, timeout_s=timeout_s, extras=(gatherer,), leave=True)
@@ -82,10 +91,12 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
         items = [snapshot_item] + gatherer.items
         if not gatherer.ran:
             through_dashboard = (doc.get("source") or {}).get("path") == "dashboard"
+            reason = getattr(gatherer, "reason", None)
             items.append(Item("cluster", "logs, stacks and host facts").fail(
-                "not collected: through the dashboard address the bundle holds the snapshot "
-                "and the report only (run `rldoctor collect --bundle` on a node for logs and "
-                "stacks)" if through_dashboard else
+                f"not collected: {reason}" if reason and through_dashboard else
+                "not collected: rldoctor went through the cluster's dashboard after Ray refused "
+                "it as a driver, and that path gathers the snapshot only; give the dashboard's "
+                "http:// address to --address for logs and stacks" if through_dashboard else
                 "not collected: the driver could not join the cluster"))
         say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
         report = diagnose(Snapshot(doc), dict(doc.get("source") or {}))
@@ -112,6 +123,8 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
             sizes.update({i.file: sizes.get(obfuscator.text(i.file)) for i in items if i.file})
         counts = {kind: redactor.counts.get(kind, 0) for kind in REDACTION_KINDS}
         counts.update(redactor.counts)
+        for kind, n in (getattr(gatherer, "redacted", None) or {}).items():
+            counts[kind] = counts.get(kind, 0) + n  # masked inside the cluster, before printing
         notes = list(doc.get("notes") or [])
         if obfuscator:
             notes.append("IP addresses and host names are replaced by stand-ins; the map is "

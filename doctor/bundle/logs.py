@@ -63,6 +63,10 @@ class LogRoute:
                 raise LogError("no such log on the node") from None
             if "timeout" in body.lower() or "timed out" in body.lower() or "deadline" in body.lower():
                 raise LogTimeout(f"the node did not answer the dashboard in time ({_first(body)})") from None
+            if exc.code == 500 and "server got itself in trouble" in body.lower():
+                # aiohttp's bare 500: Ray 2.55's log route answers so for an empty file
+                raise LogError("HTTP 500 from the dashboard's log route without a reason (Ray "
+                               "2.5x answers so for an empty log file)") from None
             raise LogError(f"HTTP {exc.code}: {_first(body)}") from None
         except (socket.timeout, TimeoutError):
             raise LogTimeout(f"no answer within {self.timeout_s:g}s") from None

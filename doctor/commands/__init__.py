@@ -1,3 +1,4 @@
 """What each command does once click has parsed its options (rldoctor.cli holds only the
-options and the error handling): `check.py`, `lint.py`, `smoke_train.py`. A new command's
+options and the error handling): `check.py`, `collect.py`, `lint.py`,
+`smoke_train.py`, `watch.py`. A new command's
 logic goes here, one module per command."""

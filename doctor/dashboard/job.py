@@ -68,10 +68,11 @@ class CollectorJob:
         self.status: str | None = None
         self.message: str | None = None
         self.timing: dict[str, float] = {}
+        self.extra_args = ""  # more options of job_main (the bundle's: rldoctor.dashboard.bundle)
 
     def submit(self) -> None:
         payload = {
-            "entrypoint": ENTRYPOINT.format(timeout=self.timeout_s),
+            "entrypoint": ENTRYPOINT.format(timeout=self.timeout_s) + self.extra_args,
             "submission_id": self.submission_id,
             "runtime_env": {"py_modules": [self.package.uri]},
             "metadata": {"rldoctor": __version__,

@@ -20,7 +20,7 @@ def chosen_address(address: str | None) -> str | None:
 def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=()) -> dict:
     wanted = chosen_address(address)
     if is_dashboard_address(wanted):
-        return collect_through_dashboard(wanted, timeout_s)
+        return collect_through_dashboard(wanted, timeout_s, extras=extras)
     from rldoctor.collect import collect_snapshot
 
     return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
@@ -35,7 +35,10 @@ def open_dashboard(address: str) -> Dashboard:
                      timeout_s=REQUEST_TIMEOUT_S)
 
 
-def collect_through_dashboard(address: str, timeout_s: float) -> dict:
+def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict:
+    """The snapshot, taken by a job inside the cluster. An extra with `through_job` (the
+    bundle's rldoctor.dashboard.bundle.JobItems) adds its options to the job and reads
+    the job's output itself; the GCS path's extras (called with Ray objects) do not apply."""
     from rldoctor.dashboard import cluster_info, package
     from rldoctor.dashboard.job import CollectorJob, ensure_package
 
@@ -46,10 +49,16 @@ def collect_through_dashboard(address: str, timeout_s: float) -> dict:
     pkg = package.build()
     uploaded = ensure_package(dash, pkg)
     shipped = time.monotonic()
+    riders = [e for e in extras if hasattr(e, "through_job")][:1]
     with CollectorJob(dash, pkg, timeout_s) as job:
+        for rider in riders:
+            job.extra_args += rider.job_args()
         job.submit()
-        job.wait()
-        doc = job.snapshot()
+        if riders:
+            doc = riders[0].through_job(job)
+        else:
+            job.wait()
+            doc = job.snapshot()
     finished = time.monotonic()
     inside = (doc.get("source") or {}).get("collected_by") or {}
     doc["source"] = {
