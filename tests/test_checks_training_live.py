@@ -106,3 +106,20 @@ def test_healthy_training_gives_nothing_and_shows_in_the_block():
     assert training["runners_alive"] == training["runners_configured"] == 2
     lines = block_lines([training])
     assert len(lines) == 1 and "2/2 env runners alive" in lines[0]
+
+
+def test_rld608_says_why_runners_were_not_compared_when_no_step_counter_exists():
+    """Ray 2.40's RLlib exports no per-runner env-step counter: RLD608 says so in a note."""
+    from rldoctor.model import Note
+
+    data = copy.deepcopy(HEALTHY)
+    data.setdefault("cluster", {})["ray_version"] = "2.40.0"
+    for runner in _runners(data):
+        runner.pop("steps_sampled", None)
+        runner.pop("steps_per_s", None)
+        runner["worker_age_s"] = 40.0
+    [said] = run(throughput_drop, data)
+    assert isinstance(said, Note) and said.subject == data["training"]["trainings"][0]["subject"]
+    assert "rllib_env_runner_num_env_steps_sampled_counter" in said.message
+    assert "Ray 2.40.0" in said.message
+    assert run(throughput_drop, data, min_age_s=10_000) == []  # too young to expect a count

@@ -132,6 +132,9 @@ def _assert_hung_runner_named_with_its_frame(report: dict, findings: list[dict])
     [training] = report["training"]
     runners = {m["actor_id"]: m for m in training["runners"]}
     assert len(runners) == 2, training
+    # a bare algo.train() loop in its driver: named from what the cluster shows
+    assert (training["algorithm"], training["env"]) == ("PPO", "user_cartpole"), training
+    assert "PPO in its driver" in finding["message"]
     hung = runners[finding["subject"][len("actor:"):]]
     evidence = finding["evidence"]
     assert evidence["pid"] == hung["pid"] and evidence["node_id"] == hung["node_id"]

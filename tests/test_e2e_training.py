@@ -71,6 +71,11 @@ def test_a_healthy_job_is_listed_then_a_killed_runner_is_reported_lost(cluster):
         [training] = _trainings(result)
         assert training["runners_configured"] == 2 and training["runners_alive"] == 2
         assert training["runs_in"] == "driver" and training["entrypoint"].endswith("--no-restarts")
+        # no algorithm actor names it: the driver's stack and script do, without a call into it
+        assert (training["algorithm"], training["env"]) == ("PPO", "user_cartpole"), training
+        assert training["identified_from"]["env"] == "the driver's script", training
+        assert training["identified_from"]["algorithm"] in ("the driver's stack",
+                                                            "the driver's script"), training
         assert {m["state"] for m in training["runners"]} == {"ALIVE"}
         assert all(m["node_id"] and m["pid"] for m in training["runners"])
         bad = [f for f in result.findings() if f["code"].startswith("RLD60")

@@ -49,8 +49,8 @@ def entrypoint_facts(entrypoint: str | None) -> dict:
     if "rllib" not in names or "train" not in words:
         return {}
     found = {}
-    for i, word in enumerate(words[:-1]):
-        flag, value = word, words[i + 1]
+    for i, word in enumerate(words):
+        flag, value = word, (words[i + 1] if i + 1 < len(words) else "")
         if "=" in word:
             flag, value = word.split("=", 1)
         if flag in ("--algo", "--run") and value:

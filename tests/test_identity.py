@@ -1,0 +1,118 @@
+"""A training's algorithm and env from what the cluster shows (rldoctor.collect.identity):
+the job's entrypoint, a driver's py-spy stack, the driver's script read from its process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rldoctor.collect.identity import (algorithm_in_stack, entrypoint_facts, names_in_source,
+                                       script_facts)
+from rldoctor.collect.stacks import parse_py_spy
+
+SITE = "/venv/lib/python3.11/site-packages"
+
+# A bare algo.train() driver, as `py-spy dump --full-filenames` prints it: waiting in
+# PPO.training_step for its env runners' samples.
+DRIVER_SAMPLING = f"""Process 4242: python train.py
+Python v3.11.7 (/venv/bin/python3.11)
+
+Thread 4242 (idle): "MainThread"
+    get_objects ({SITE}/ray/_private/worker.py:893)
+    get ({SITE}/ray/_private/worker.py:2782)
+    wrapper ({SITE}/ray/_private/client_mode_hook.py:104)
+    foreach_actor ({SITE}/ray/rllib/utils/actor_manager.py:530)
+    synchronous_parallel_sample ({SITE}/ray/rllib/execution/rollout_ops.py:101)
+    PPO.training_step ({SITE}/ray/rllib/algorithms/ppo/ppo.py:409)
+    Algorithm._run_one_training_iteration ({SITE}/ray/rllib/algorithms/algorithm.py:3800)
+    Algorithm.step ({SITE}/ray/rllib/algorithms/algorithm.py:1008)
+    Trainable.train ({SITE}/ray/tune/trainable/trainable.py:331)
+    main (/home/me/train.py:41)
+    <module> (/home/me/train.py:50)
+"""
+
+# The same driver updating its model (num_learners=0: the learner runs in the driver).
+DRIVER_LEARNING = f"""Thread 4242 (active): "MainThread"
+    PPOTorchLearner.compute_loss_for_module ({SITE}/ray/rllib/algorithms/ppo/torch/ppo_torch_learner.py:60)
+    TorchLearner.compute_losses ({SITE}/ray/rllib/core/learner/torch/torch_learner.py:120)
+    Learner.update ({SITE}/ray/rllib/core/learner/learner.py:1000)
+    Algorithm._run_one_training_iteration ({SITE}/ray/rllib/algorithms/algorithm.py:3800)
+    main (/home/me/train.py:41)
+"""
+
+# Between iterations, in the user's own code: nothing names the algorithm.
+DRIVER_IN_USER_CODE = """Thread 4242 (active): "MainThread"
+    save_report (/home/me/train.py:20)
+    main (/home/me/train.py:44)
+"""
+
+
+def test_the_algorithm_in_a_driver_stack():
+    assert algorithm_in_stack(parse_py_spy(DRIVER_SAMPLING)) == "PPO"
+    assert algorithm_in_stack(parse_py_spy(DRIVER_LEARNING)) == "PPO"
+    assert algorithm_in_stack(parse_py_spy(DRIVER_IN_USER_CODE)) is None
+    appo = DRIVER_SAMPLING.replace("PPO.training_step", "APPO.training_step").replace(
+        "algorithms/ppo/ppo.py", "algorithms/appo/appo.py")
+    assert algorithm_in_stack(parse_py_spy(appo)) == "APPO"
+
+
+def test_the_names_a_training_script_gives():
+    mine = (Path(__file__).parent / "ppo_job.py").read_text()
+    assert names_in_source(mine) == {"algorithm": "PPO", "env": "user_cartpole"}
+    script = ("from ray.rllib.algorithms.dqn import DQNConfig\n"
+              "from ray.rllib.algorithms.algorithm_config import AlgorithmConfig\n"
+              "config = (DQNConfig()\n    .environment(env='CartPole-v1', env_config={})\n)\n")
+    assert names_in_source(script) == {"algorithm": "DQN", "env": "CartPole-v1"}
+    script = ("from ray.rllib.algorithms.ppo import PPOConfig as Cfg\nclass MyEnv: pass\n"
+              "config = PPOConfig().environment(MyEnv, env_config={'a': 1})\n")
+    assert names_in_source(script) == {"algorithm": "PPO", "env": "MyEnv"}
+    script = "from ray import tune\ntune.Tuner('APPO', param_space={})\n"
+    assert names_in_source(script) == {"algorithm": "APPO"}
+    # a config class that is not RLlib's names nothing
+    assert names_in_source("from mylib import TrainerConfig\nTrainerConfig()\n") == {}
+
+
+def test_the_names_an_entrypoint_gives():
+    assert entrypoint_facts("rllib train --algo PPO --env CartPole-v1 --stop '{}'") == {
+        "algorithm": "PPO", "env": "CartPole-v1"}
+    assert entrypoint_facts("/opt/venv/bin/rllib train --run=APPO --env=Pong") == {
+        "algorithm": "APPO", "env": "Pong"}
+    assert entrypoint_facts("python train.py --algo PPO") == {}
+    assert entrypoint_facts(None) == {}
+
+
+@pytest.fixture
+def running_script(tmp_path):
+    """A real process `python -u train.py` started in its own directory (a relative path)."""
+    (tmp_path / "train.py").write_text(
+        "from ray.rllib.algorithms.ppo import PPOConfig\nimport time\n"
+        "config = PPOConfig().environment('CartPole-v1')\nprint('ready', flush=True)\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-u", "train.py"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        yield proc.pid, tmp_path / "train.py"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_the_driver_script_is_read_from_the_process(running_script):
+    pid, path = running_script
+    assert script_facts(pid) == {"script": str(path), "algorithm": "PPO", "env": "CartPole-v1"}
+
+
+def test_a_driver_without_a_script_says_why():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.2)
+        assert "runs no .py script" in script_facts(proc.pid)["error"]
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert "runs no .py script" in script_facts(2**22 + 12345)["error"]  # no such pid
