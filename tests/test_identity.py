@@ -3,6 +3,7 @@ the job's entrypoint, a driver's py-spy stack, the driver's script read from its
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -116,3 +117,37 @@ def test_a_driver_without_a_script_says_why():
         proc.kill()
         proc.wait(10)
     assert "runs no .py script" in script_facts(2**22 + 12345)["error"]  # no such pid
+
+
+def test_a_real_py_spy_dump_of_an_algorithm_in_training_step(tmp_path):
+    """py-spy prints qualified names (`PPO.training_step`) and full paths: what
+    algorithm_in_stack reads, checked on a real process laid out like RLlib's package."""
+    from rldoctor.collect.probes import py_spy_dump
+
+    package = tmp_path / "site-packages" / "ray" / "rllib" / "algorithms" / "ppo"
+    package.mkdir(parents=True)
+    (package / "ppo.py").write_text(
+        "import time\nclass PPO:\n    def training_step(self):\n        while True:\n"
+        "            time.sleep(0.05)\n")
+    (tmp_path / "train.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(package)!r})\nimport ppo\nppo.PPO().training_step()\n")
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "train.py")])
+    try:
+        for _ in range(50):  # until the child is in training_step (not Python's start-up)
+            reply = py_spy_dump(proc.pid, 2.0)
+            if "training_step" in reply.get("text", ""):
+                break
+            time.sleep(0.1)
+        assert algorithm_in_stack(parse_py_spy(reply["text"])) == "PPO", reply
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_node_without_py_spy_says_so(monkeypatch):
+    """ray[default] brings py-spy; a node whose Python lacks it gets the reason, not a crash."""
+    from rldoctor.collect import probes
+
+    monkeypatch.setattr(probes, "py_spy_path", lambda: None)
+    reply = probes.py_spy_dump(os.getpid(), 1.0)
+    assert reply["status"] == "failed" and reply["error"].startswith("py-spy missing on the node")
