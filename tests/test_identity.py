@@ -89,9 +89,9 @@ def test_the_names_an_entrypoint_gives():
 @pytest.fixture
 def running_script(tmp_path):
     """A real process `python -u train.py` started in its own directory (a relative path)."""
-    (tmp_path / "train.py").write_text(
-        "from ray.rllib.algorithms.ppo import PPOConfig\nimport time\n"
-        "config = PPOConfig().environment('CartPole-v1')\nprint('ready', flush=True)\n"
+    (tmp_path / "train.py").write_text(  # never builds: importing RLlib would take seconds
+        "import time\ndef build():\n    from ray.rllib.algorithms.ppo import PPOConfig\n"
+        "    return PPOConfig().environment('CartPole-v1')\nprint('ready', flush=True)\n"
         "time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-u", "train.py"], cwd=tmp_path,
                             stdout=subprocess.PIPE, text=True)
