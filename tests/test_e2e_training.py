@@ -61,6 +61,7 @@ def test_a_runner_stuck_in_env_step_is_named_with_its_frame(cluster):
         assert hung[0]["stuck_in"].startswith("UserCartPole.step") and "RLD605" in hung[0]["findings"]
         table = run_rldoctor("check", "--address", cluster.address, env=cluster.client_env())
         assert "Training (1 found):" in table.stdout and "stuck in UserCartPole.step" in table.stdout
+        assert "PPO (user_cartpole), job" in table.stdout, table.stdout  # its driver named it
         assert job.proc.poll() is None  # rldoctor never called into the training
 
 
