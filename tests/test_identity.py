@@ -151,3 +151,35 @@ def test_a_node_without_py_spy_says_so(monkeypatch):
     monkeypatch.setattr(probes, "py_spy_path", lambda: None)
     reply = probes.py_spy_dump(os.getpid(), 1.0)
     assert reply["status"] == "failed" and reply["error"].startswith("py-spy missing on the node")
+
+
+class _NoProbes:
+    """The driverless path's stand-in: no probe anywhere (a node Ray refuses us on)."""
+    actors: dict = {}
+    failed = {"n1": {"error": "Ray refused rldoctor as a driver", "kind": "refused"}}
+
+
+def _section(entrypoint: str) -> dict:
+    return {"trainings": [{"id": "job:02000000", "runs_in": "driver", "algorithm": None,
+                           "env": None, "job": {"entrypoint": entrypoint},
+                           "driver": {"node_id": "n1", "pid": 4242, "ip": "127.0.0.10"}}]}
+
+
+def test_identify_without_probes_says_why_and_still_reads_the_entrypoint():
+    from rldoctor.collect import Budget
+    from rldoctor.collect.identity import identify
+
+    section = _section("python train.py")
+    identify(section, _NoProbes(), Budget(5))
+    [training] = section["trainings"]
+    assert training["algorithm"] is None and training["env"] is None
+    assert "the driver's stack: no probe on the node: Ray refused rldoctor as a driver" in \
+        training["identity_unknown"], training
+    assert "the driver's script:" in training["identity_unknown"]
+    section = _section("rllib train --algo APPO --env Pong-v5")
+    identify(section, _NoProbes(), Budget(5))
+    [training] = section["trainings"]
+    assert (training["algorithm"], training["env"]) == ("APPO", "Pong-v5")
+    assert training["identified_from"] == {"algorithm": "the job's entrypoint",
+                                           "env": "the job's entrypoint"}
+    assert "identity_unknown" not in training

@@ -177,7 +177,8 @@ def identify(section: dict, fleet, budget, stack_timeout_s: float = 2.0) -> None
     if drivers:
         targets = [{"node_id": d["node_id"], "pid": d["pid"], "label": "driver"} for d in drivers.values()]
         dumps = stacks.capture(fleet, targets, budget, stack_timeout_s)
-        register()
+        if getattr(fleet, "actors", None):  # probes to run script_facts (not the driverless path)
+            register()
         calls = {key: (d["node_id"], "call_here", script_facts, int(d["pid"]))
                  for key, d in drivers.items()}
         scripts = ask(fleet, calls, budget.left(stack_timeout_s + 1.0))
