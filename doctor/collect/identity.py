@@ -160,9 +160,12 @@ def _missing(training: dict) -> bool:
 
 def identify(section: dict, fleet, budget, stack_timeout_s: float = 2.0) -> None:
     """Fill `algorithm` and `env` of the driver-run trainings of `section` that lack them."""
+    import time
+
     from rldoctor.collect import stacks
     from rldoctor.collect.fleet import ask
 
+    started = time.perf_counter()
     wanted = [t for t in section.get("trainings") or [] if _missing(t)]
     for training in wanted:
         if training.get("algorithm"):
@@ -206,3 +209,5 @@ def identify(section: dict, fleet, budget, stack_timeout_s: float = 2.0) -> None
             ["the driver runs on no node of the cluster (or its pid is unknown)"]
             if training.get("runs_in") == "driver" else [])
         training["identity_unknown"] = "; ".join(reasons) or "nothing the cluster shows names it"
+    if wanted:
+        section["identify_s"] = round(time.perf_counter() - started, 3)
