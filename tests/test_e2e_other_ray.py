@@ -63,6 +63,13 @@ def hung_training(cluster):
         yield job
 
 
+def _nothing_left_behind(cluster) -> None:
+    """No rldoctor job in the cluster's job list, no rldoctor actor alive."""
+    with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
+        assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
+    assert cluster.run_driver(LEFTOVERS).strip() == "0"
+
+
 def laptop_env(cluster) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["HOME"] = str(cluster.home)
@@ -94,10 +101,7 @@ def test_a_cluster_of_another_ray_through_its_dashboard(cluster, crash_loop, hun
         assert f"Ray {VERSION}, which has no token authentication" in auth["fix"]
     else:
         assert "ray get-auth-token --generate" in auth["fix"]
-    # nothing left behind
-    with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
-        assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
-    assert cluster.run_driver(LEFTOVERS).strip() == "0"
+    _nothing_left_behind(cluster)
 
 
 def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_loop, tmp_path):
@@ -160,4 +164,4 @@ def test_a_live_training_of_that_release_stuck_in_env_step(cluster, hung_trainin
         assert "were not compared live" in throughput["detail"], throughput
         assert f"Ray {cluster.ray_version}" in throughput["detail"], throughput
     assert hung_training.proc.poll() is None  # rldoctor never called into the training
-    assert cluster.run_driver(LEFTOVERS).strip() == "0"
+    _nothing_left_behind(cluster)
