@@ -279,7 +279,7 @@ def _no_counter(snap, training: dict) -> str:
            f"no node exports RLlib's `{STEPS_COUNTER}`"
            + (f" (the cluster's RLlib, Ray {version}, may predate it)" if version else ""))
     return (f"the env runners of {_training_name(training)} were not compared live: {why}; "
-            "results (--run) still show a drop")
+            "results (--run) can still show a drop")
 
 
 def _run_drop(run: dict, params: dict):
