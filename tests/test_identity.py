@@ -183,3 +183,21 @@ def test_identify_without_probes_says_why_and_still_reads_the_entrypoint():
     assert training["identified_from"] == {"algorithm": "the job's entrypoint",
                                            "env": "the job's entrypoint"}
     assert "identity_unknown" not in training
+
+
+def test_a_training_named_by_its_algorithm_actor_says_so():
+    from rldoctor.collect import Budget
+    from rldoctor.collect.identity import identify
+
+    section = {"trainings": [
+        {"id": "pg:1", "runs_in": "actor", "algorithm": "PPO", "env": "CartPole-v1",
+         "configured_from": "the algorithm's own repr"},
+        {"id": "pg:2", "runs_in": "actor", "algorithm": "DQN", "env": None,
+         "configured_from": "the env runner actors the job created"}]}
+    identify(section, _NoProbes(), Budget(5))
+    tune, bare_repr = section["trainings"]
+    assert tune["identified_from"] == {"algorithm": "the algorithm's own repr",
+                                       "env": "the algorithm's own repr"}
+    assert "identity_unknown" not in tune
+    assert bare_repr["identified_from"] == {"algorithm": "the algorithm actor's class"}
+    assert bare_repr["identity_unknown"] == "nothing the cluster shows names it"

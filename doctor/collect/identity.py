@@ -166,12 +166,14 @@ def identify(section: dict, fleet, budget, stack_timeout_s: float = 2.0) -> None
     from rldoctor.collect.fleet import ask
 
     started = time.perf_counter()
+    for training in section.get("trainings") or []:  # what rldoctor.collect.training found
+        from_repr = training.get("configured_from") == "the algorithm's own repr"
+        for key in ("algorithm", "env"):
+            if training.get(key):
+                training.setdefault("identified_from", {})[key] = (
+                    "the algorithm's own repr" if from_repr else "the algorithm actor's class")
     wanted = [t for t in section.get("trainings") or [] if _missing(t)]
     for training in wanted:
-        if training.get("algorithm"):
-            training.setdefault("identified_from", {})["algorithm"] = (
-                "the algorithm's own repr" if training.get("runs_in") == "actor"
-                else "the algorithm actor's class")
         _fill(training, entrypoint_facts((training.get("job") or {}).get("entrypoint")),
               "the job's entrypoint")
     drivers = {t["id"]: t["driver"] for t in wanted if _missing(t)
