@@ -13,7 +13,9 @@ import os
 import statistics
 
 from rldoctor.checks import _runs
-from rldoctor.registry import check, fail, warn
+from rldoctor.registry import check, fail, note, warn
+
+STEPS_COUNTER = "rllib_env_runner_num_env_steps_sampled_counter"  # RLlib's, per env runner
 
 
 def _trainings(snap) -> list[dict]:
@@ -240,6 +242,9 @@ def throughput_drop(snap, params):
     for training in _trainings(snap):
         runners = [r for r in training.get("runners") or [] if r.get("state") == "ALIVE"]
         counted = [r for r in runners if r.get("steps_per_s") is not None]
+        if not counted and len(runners) >= 2 and all(
+                (r.get("worker_age_s") or 0) >= params["min_age_s"] for r in runners):
+            yield note(training["subject"], _no_counter(snap, training))
         if not counted or len(runners) < 2:
             continue
         for runner in runners:
@@ -264,6 +269,17 @@ def throughput_drop(snap, params):
                         "peers_steps_per_s": peers, "call": runner.get("call")}, _DROP_FIX)
     for run in snap.get("runs") or []:
         yield from _run_drop(run, params)
+
+
+def _no_counter(snap, training: dict) -> str:
+    """Why the runners of a live training could not be compared (no step counter anywhere)."""
+    version = (snap.get("cluster") or {}).get("ray_version")
+    failed = ((snap.get("training") or {}).get("metrics") or {}).get("failed") or {}
+    why = (f"the metrics endpoint of {len(failed)} node(s) did not answer" if failed else
+           f"no node exports RLlib's `{STEPS_COUNTER}`"
+           + (f" (the cluster's RLlib, Ray {version}, may predate it)" if version else ""))
+    return (f"the env runners of {_training_name(training)} were not compared live: {why}; "
+            "results (--run) can still show a drop")
 
 
 def _run_drop(run: dict, params: dict):

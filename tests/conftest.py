@@ -87,7 +87,8 @@ class PPOJob:
 
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "ppo_job.py"), "--address", cluster.address,
+            # the cluster's own Python: another Ray release's venv runs its own RLlib
+            [cluster.python, str(ROOT / "tests" / "ppo_job.py"), "--address", cluster.address,
              *args], env=env or cluster.client_env(), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)

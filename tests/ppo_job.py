@@ -131,7 +131,8 @@ def main() -> int:
         results = tuner.fit()
         print("=> done", results.num_errors, flush=True)
         return 0
-    algo = config.build_algo()
+    # RLlib before 2.43 has `build()` only (tests run this script on older releases too)
+    algo = config.build_algo() if hasattr(config, "build_algo") else config.build()
     for i in range(1, args.iterations + 1):
         algo.train()
         print(f"=> iteration {i}", flush=True)

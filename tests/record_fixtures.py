@@ -162,6 +162,20 @@ def record_trainings() -> None:
             collect(cluster, "training-hung")
 
 
+def record_training_hung_ray240() -> None:
+    """training-hung-ray240: the hung-runner PPO job on a 3-node cluster of Ray 2.40.0 (its
+    own RLlib, no token auth), recorded through the dashboard: what an older release shows
+    (no per-runner env-step counter) beside what every release shows (the stuck frame)."""
+    from conftest import PPOJob
+    from ray_venvs import ray_venv
+
+    with LocalCluster([NodeSpec() for _ in range(3)], token_auth=False,
+                      bin_dir=ray_venv("2.40.0")) as cluster:
+        with PPOJob(cluster, "--runners", "2", "--hang-runner", "1", env=cluster.client_env()):
+            _wait_for_call_age(cluster, 30)
+            collect(cluster, "training-hung-ray240")
+
+
 def record_runs() -> None:
     """fixtures/runs/: four real Tune trials of tests/ppo_job.py --grid (lr 1e-3 or 0, rewards
     real or NaN), their result.json rows cut to the first 25 and their configs to the
@@ -289,6 +303,7 @@ def record_workers_not_starting() -> None:
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
              "network-delayed": record_network_delayed, "trainings": record_trainings,
+             "training-hung-ray240": record_training_hung_ray240,
              "runs": record_runs, "auth-off-exposed": record_auth_off_exposed,
              "ports-closed": record_ports_closed, "node-faults": record_node_faults,
              "workers-not-starting": record_workers_not_starting}

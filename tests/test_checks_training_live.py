@@ -106,3 +106,36 @@ def test_healthy_training_gives_nothing_and_shows_in_the_block():
     assert training["runners_alive"] == training["runners_configured"] == 2
     lines = block_lines([training])
     assert len(lines) == 1 and "2/2 env runners alive" in lines[0]
+
+
+def test_rld608_says_why_runners_were_not_compared_when_no_step_counter_exists():
+    """Ray 2.40's RLlib exports no per-runner env-step counter: RLD608 says so in a note."""
+    from rldoctor.model import Note
+
+    data = copy.deepcopy(HEALTHY)
+    data.setdefault("cluster", {})["ray_version"] = "2.40.0"
+    for runner in _runners(data):
+        runner.pop("steps_sampled", None)
+        runner.pop("steps_per_s", None)
+        runner["worker_age_s"] = 40.0
+    [said] = run(throughput_drop, data)
+    assert isinstance(said, Note) and said.subject == data["training"]["trainings"][0]["subject"]
+    assert "rllib_env_runner_num_env_steps_sampled_counter" in said.message
+    assert "Ray 2.40.0" in said.message
+    assert run(throughput_drop, data, min_age_s=10_000) == []  # too young to expect a count
+
+
+def test_a_hung_runner_of_ray_2_40_recorded_through_the_dashboard():
+    """fixtures/training-hung-ray240.json: the same diagnosis on an older release, and what
+    that release cannot show said in RLD608's note."""
+    from rldoctor.model import Note
+
+    old = json.loads((FIXTURES / "training-hung-ray240.json").read_text())
+    [finding] = run(env_runner_hung, old)
+    assert "UserCartPole.step (ppo_job.py:" in finding.message
+    assert "PPO in its driver" in finding.message
+    [training] = old["training"]["trainings"]
+    assert (training["algorithm"], training["env"]) == ("PPO", "user_cartpole")
+    assert all(r.get("steps_sampled") is None for r in training["runners"])
+    [said] = run(throughput_drop, old)
+    assert isinstance(said, Note) and "Ray 2.40.0" in said.message

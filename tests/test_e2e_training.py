@@ -61,6 +61,7 @@ def test_a_runner_stuck_in_env_step_is_named_with_its_frame(cluster):
         assert hung[0]["stuck_in"].startswith("UserCartPole.step") and "RLD605" in hung[0]["findings"]
         table = run_rldoctor("check", "--address", cluster.address, env=cluster.client_env())
         assert "Training (1 found):" in table.stdout and "stuck in UserCartPole.step" in table.stdout
+        assert "PPO (user_cartpole), job" in table.stdout, table.stdout  # its driver named it
         assert job.proc.poll() is None  # rldoctor never called into the training
 
 
@@ -71,6 +72,11 @@ def test_a_healthy_job_is_listed_then_a_killed_runner_is_reported_lost(cluster):
         [training] = _trainings(result)
         assert training["runners_configured"] == 2 and training["runners_alive"] == 2
         assert training["runs_in"] == "driver" and training["entrypoint"].endswith("--no-restarts")
+        # no algorithm actor names it: the driver's stack and script do, without a call into it
+        assert (training["algorithm"], training["env"]) == ("PPO", "user_cartpole"), training
+        assert training["identified_from"]["env"] == "the driver's script", training
+        assert training["identified_from"]["algorithm"] in ("the driver's stack",
+                                                            "the driver's script"), training
         assert {m["state"] for m in training["runners"]} == {"ALIVE"}
         assert all(m["node_id"] and m["pid"] for m in training["runners"])
         bad = [f for f in result.findings() if f["code"].startswith("RLD60")

@@ -162,13 +162,14 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
 
 def _trainings(doc: dict, sources, fleet, budget) -> dict:
     """The RLlib trainings on the cluster, then a closer look at their long calls."""
-    from rldoctor.collect import training
+    from rldoctor.collect import identity, training
 
     if doc.get("actors") is None:
         raise Unavailable("no actor list: " + (doc["collectors"].get("actors") or {}).get(
             "reason", (doc["collectors"].get("actors") or {}).get("error", "not collected")))
     section = training.assemble(doc["actors"], sources.result(), doc.get("nodes"))
     training.look_closer(section, doc.get("cluster"), fleet, budget)
+    identity.identify(section, fleet, budget)  # a bare algo.train() loop: which algorithm, env
     return section
 
 

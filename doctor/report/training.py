@@ -51,7 +51,8 @@ def summarize(section: dict | None, findings=()) -> list[dict]:
         rates = [m["steps_per_s"] for m in runners if m["steps_per_s"] is not None]
         out.append({
             "subject": training.get("subject"), "algorithm": training.get("algorithm"),
-            "env": training.get("env"), "job_id": training.get("job_id"),
+            "env": training.get("env"), "identified_from": training.get("identified_from"),
+            "identity_unknown": training.get("identity_unknown"), "job_id": training.get("job_id"),
             "placement_group_id": training.get("placement_group_id"),
             "runs_in": training.get("runs_in"),
             "entrypoint": (training.get("job") or {}).get("entrypoint"),
