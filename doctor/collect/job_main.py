@@ -45,7 +45,21 @@ def unframe(logs: str) -> dict | None:
         return None
 
 
+def _process_age_s() -> float | None:
+    """Seconds since this process started (the interpreter's start-up and imports)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return round(uptime - ticks / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _the_job(timeout_s: float) -> dict:
+    age = _process_age_s()
+    wall = time.time()
     from rldoctor.collect import collect_snapshot
 
     started = time.monotonic()
@@ -58,6 +72,8 @@ def _the_job(timeout_s: float) -> dict:
         "ray_version": getattr(ray, "__version__", None),
         "python_version": platform.python_version(),
         "seconds": round(time.monotonic() - started, 3),
+        "process_age_at_start_s": age,
+        "started_at": round(wall, 3),
     }
     return doc
 
