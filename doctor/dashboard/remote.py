@@ -11,6 +11,7 @@ import time
 
 from rldoctor.dashboard import is_dashboard_address
 from rldoctor.dashboard.http import REQUEST_TIMEOUT_S, Dashboard
+from rldoctor.errors import Undiagnosable
 
 
 def chosen_address(address: str | None) -> str | None:
@@ -74,9 +75,11 @@ def collect_through_dashboard(address: str, timeout_s: float) -> dict:
     return doc
 
 
-def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
-    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
-    dashboard (as `--address http://...` does), or None when no dashboard answers."""
+def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
+    """The snapshot of a cluster that Ray would not take this driver into (another Ray or
+    Python, or this machine is not one of its nodes: rldoctor.collect.connect.CannotJoin),
+    taken through its dashboard (as `--address http://...` does), or None when the head
+    records no dashboard. A dashboard that is there but cannot do it is one clear line."""
     try:
         from rldoctor.collect.private import dashboard_address
 
@@ -89,14 +92,15 @@ def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
     if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
         host = gcs_address.rpartition(":")[0]
     url = f"http://{host}:{port}"
+    why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
     try:
         doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
-    except Exception:
-        return None
-    told = " ".join(str(mismatch).split())[:400]
+    except Undiagnosable as exc:  # the dashboard is there but could not do it: say both
+        raise Undiagnosable(f"{why}; rldoctor went through the cluster's dashboard at {url} "
+                            f"instead, and there: {exc}") from None
     doc.setdefault("notes", []).insert(0, (
-        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
-        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
-        "cluster with its own Ray and Python. Next time give --address " + url))
+        f"rldoctor did not join the cluster at {gcs_address} as a driver ({why}); it went "
+        f"through the cluster's dashboard at {url} on its own instead, so the collectors ran "
+        "inside the cluster with its own Ray and Python. Next time give --address " + url))
     doc["source"]["requested_address"] = gcs_address
     return doc
