@@ -64,6 +64,8 @@ def collect_through_dashboard(address: str, timeout_s: float) -> dict:
         "identify_s": round(identified - started, 3),
         "package_s": round(shipped - identified, 3), "uploaded": uploaded,
         "job_s": job.timing.get("job_s"), "job_started_s": job.timing.get("started_s"),
+        "cleanup_s": job.timing.get("cleanup_s"),
+        "deleted_once_monitor_let_go": job.timing.get("monitor_let_go"),
         "total_s": round(finished - started, 3)}
     doc.setdefault("notes", []).append(
         f"examined through the dashboard at {dash.url}: the collectors ran inside the cluster "
