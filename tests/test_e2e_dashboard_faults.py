@@ -9,6 +9,8 @@ RUNNING on the cluster, that is while its driver collects:
   answering" on that node and on no other;
 - the worker node killed (every process, SIGKILL): RLD101 fail on that node. Last, since
   the node stays dead.
+And the GCS address from a machine that is not one of the cluster's nodes (a PID namespace
+of its own: no raylet of the cluster in sight): through the dashboard, on rldoctor's own.
 After each run: no rldoctor job listed, no rldoctor actor alive.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -102,6 +105,29 @@ def test_a_node_frozen_while_the_job_collects_is_named_not_answering(cluster, tm
     assert [f["subject"] for f in found] == [f"node:{victim.node_id}"], found
     assert found[0]["severity"] == "fail" and "is not answering" in found[0]["message"]
     assert found[0]["evidence"]["state"] == "not answering"
+    assert_nothing_left(cluster)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="a PID namespace of its own needs root and unshare")
+def test_the_gcs_address_from_a_machine_that_is_not_a_node(cluster, tmp_path):
+    """In a PID namespace of its own, rldoctor sees none of the cluster's raylets, as on a
+    laptop: Ray would wait 60 s for one and then refuse the driver. rldoctor finds that
+    before `ray.init` and goes through the dashboard the head records, on its own."""
+    out = tmp_path / "r.json"
+    started = time.monotonic()
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", RLDOCTOR, "check",
+                           "--address", cluster.address, "--format", "json", "--output",
+                           str(out)], env=laptop_env(cluster), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc
+    assert time.monotonic() - started < 30, "waited for a local raylet"
+    report = json.loads(out.read_text())
+    assert report["source"]["path"] == "dashboard"
+    assert report["source"]["requested_address"] == cluster.address
+    assert any("this machine is not one of the cluster's nodes" in n
+               and f"--address {cluster.dashboard_url}" in n for n in report["notes"]), report["notes"]
+    assert {r["node_id"] for r in report["cluster"]["rows"]} == {n.node_id for n in cluster.nodes}
     assert_nothing_left(cluster)
 
 

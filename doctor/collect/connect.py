@@ -164,11 +164,17 @@ class CannotJoin(Exception):
         return " ".join(str(self).split())[:400]
 
     def one_line(self) -> str:
-        """The error when no dashboard of the cluster answers either."""
-        return (f"{self.why()}, and no dashboard of that cluster answers (its head records "
-                "none: started with --include-dashboard=false?); start the head with its "
+        """The error when the cluster has no dashboard to go through instead."""
+        return (f"cannot join the Ray cluster at {self.address} as a driver: {self.why()}, and "
+                "no dashboard of the cluster answers to go through instead (none where its head "
+                "records one: started with --include-dashboard=false?); start the head with its "
                 "dashboard, or forward its port (`kubectl port-forward "
                 "svc/<cluster>-head-svc 8265`), and pass --address http://HOST:PORT")
+
+
+def _both(there: dict, here: dict) -> str:
+    return (f"the cluster runs Ray {there['ray']} with Python {there.get('python', '?')} and "
+            f"rldoctor runs Ray {here['ray']} with Python {here['python']}")
 
 
 class VersionMismatch(CannotJoin):
@@ -179,12 +185,9 @@ class VersionMismatch(CannotJoin):
     """
 
     def why(self) -> str:
-        there = self.cluster
-        if not there.get("ray"):
+        if not self.cluster.get("ray"):
             return " ".join(str(self).split())[:400]
-        return (f"the cluster at {self.address} runs Ray {there['ray']} with Python "
-                f"{there.get('python', '?')} and rldoctor runs Ray {self.here['ray']} with "
-                f"Python {self.here['python']}: Ray refuses a driver whose versions differ "
+        return (f"{_both(self.cluster, self.here)}; Ray refuses a driver whose versions differ "
                 "from the cluster's")
 
 
@@ -192,20 +195,24 @@ class NotANode(CannotJoin):
     """This machine runs none of the cluster's raylets, which a Ray driver needs on its host."""
 
     def why(self) -> str:
-        there = self.cluster
-        versions = (f" (the cluster runs Ray {there['ray']} with Python "
-                    f"{there.get('python', '?')}, rldoctor Ray {self.here['ray']} with Python "
-                    f"{self.here['python']})") if there.get("ray") else ""
-        return (f"this machine is not a node of the cluster at {self.address}{versions}: a Ray driver "
-                "needs one of the cluster's raylets on its own host")
+        versions = f" ({_both(self.cluster, self.here)})" if self.cluster.get("ray") else ""
+        return ("this machine is not one of the cluster's nodes, and a Ray driver needs one of "
+                f"its raylets on its own host{versions}")
 
 
 def versions_here() -> dict:
-    import platform
+    """This process's Ray and Python versions, as Ray computes them for its comparison."""
+    try:
+        from ray._private.utils import compute_version_info
 
-    import ray
+        ray_version, python_version = compute_version_info()
+        return {"ray": ray_version, "python": python_version}
+    except (ImportError, AttributeError, ValueError, TypeError):
+        import platform
 
-    return {"ray": ray.__version__, "python": platform.python_version()}
+        import ray
+
+        return {"ray": ray.__version__, "python": platform.python_version()}
 
 
 def _versions_differ(there: dict, here: dict) -> bool:

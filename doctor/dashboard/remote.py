@@ -80,8 +80,10 @@ def collect_through_dashboard(address: str, timeout_s: float) -> dict:
 def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
     """The snapshot of a cluster that Ray would not take this driver into (another Ray or
     Python, or this machine is not one of its nodes: rldoctor.collect.connect.CannotJoin),
-    taken through its dashboard (as `--address http://...` does), or None when the head
-    records no dashboard. A dashboard that is there but cannot do it is one clear line."""
+    taken through its dashboard (as `--address http://...` does), or None when no dashboard
+    answers (none recorded in the GCS, or nothing listens where the head recorded one: a
+    head started with --include-dashboard=false may still record its address). A dashboard
+    that answers but cannot do it is one clear line."""
     try:
         from rldoctor.collect.private import dashboard_address
 
@@ -94,6 +96,8 @@ def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
     if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
         host = gcs_address.rpartition(":")[0]
     url = f"http://{host}:{port}"
+    if not _listening(host, port, budget.left(2.0)):  # recorded, but not running
+        return None
     why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
     try:
         doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
@@ -106,3 +110,13 @@ def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
         "inside the cluster with its own Ray and Python. Next time give --address " + url))
     doc["source"]["requested_address"] = gcs_address
     return doc
+
+
+def _listening(host: str, port: str, timeout_s: float) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
