@@ -125,7 +125,11 @@ class CollectorJob:
             time.sleep(POLL_S)
 
     def logs(self) -> str:
-        status, body = self.dash.get_json(f"/api/jobs/{self.submission_id}/logs")
+        path = f"/api/jobs/{self.submission_id}/logs"
+        try:
+            status, body = self.dash.get_json(path)
+        except Undiagnosable:  # a head too busy to answer in time: once more, then say so
+            status, body = self.dash.get_json(path)
         if status != 200 or not isinstance(body, dict):
             raise Undiagnosable(f"could not read the logs of rldoctor's job {self.submission_id} "
                                 f"({status})")
