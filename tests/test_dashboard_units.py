@@ -30,8 +30,13 @@ class StandIn:
     """A dashboard stand-in: `ray_version`, `token`, and how its jobs behave."""
 
     def __init__(self, ray_version="2.60.0", token=None, job_status="FAILED",
-                 job_logs="Traceback (most recent call last):\nRuntimeError: boom on the head\n"):
+                 job_logs="Traceback (most recent call last):\nRuntimeError: boom on the head\n",
+                 monitor_done_after: int | None = None):
         self.ray_version = ray_version
+        # Reads of the head's events/event_JOBS.log before Ray's job monitor logs the job's
+        # end there (None: no such log, as on a cluster without the file).
+        self.monitor_done_after = monitor_done_after
+        self.event_reads = 0
         self.token = token
         self.job_status = job_status
         self.job_logs = job_logs
@@ -81,6 +86,19 @@ class StandIn:
                     return self._answer(200, {"logs": owner.job_logs})
                 if path.endswith("/stop"):
                     return self._answer(200, {"stopped": True})
+                if path == "/api/v0/nodes" and owner.monitor_done_after is not None:
+                    return self._answer(200, {"result": True, "data": {"result": {"result": [
+                        {"node_id": "ab" * 28, "is_head_node": True, "state": "ALIVE"}]}}})
+                if path == "/api/v0/logs/file" and owner.monitor_done_after is not None:
+                    owner.event_reads += 1
+                    sub = next(json.loads(b)["submission_id"] for m, p, _, b in owner.requests
+                               if m == "POST" and p == "/api/jobs/")
+                    lines = ['{"message": "Completed a ray job rldoctor-0123456789ab with a '
+                             'status SUCCEEDED."}']
+                    if owner.event_reads > owner.monitor_done_after:
+                        lines.append(f'{{"message": "Completed a ray job {sub} with a status '
+                                     f'{owner.job_status}."}}')
+                    return self._answer(200, "\n".join(lines).encode())
                 if path.startswith("/api/jobs/") and method == "DELETE":
                     owner.deleted.add(path)
                     return self._answer(200, {"deleted": True})
@@ -310,6 +328,23 @@ def test_job_failing_on_the_cluster_quotes_its_error_and_is_deleted(tmp_path, st
     sub = next(json.loads(b)["submission_id"] for m, p, _, b in server.requests
                if m == "POST" and p == "/api/jobs/")
     assert ("DELETE", f"/api/jobs/{sub}") in [(m, p) for m, p, *_ in server.requests]
+
+
+def test_job_deleted_once_rays_job_monitor_logged_its_end(tmp_path, stand_in):
+    """The delete waits for this job's "Completed a ray job" event (another job's does not
+    count), then goes at once: no second look a monitor period later."""
+    server = stand_in(job_status="FAILED", monitor_done_after=3)
+    started = time.monotonic()
+    _one_line(run_rldoctor("check", "--address", server.url, env=_env(tmp_path)))
+    calls = [(m, p.split("?")[0]) for m, p, *_ in server.requests]
+    sub = next(json.loads(b)["submission_id"] for m, p, _, b in server.requests
+               if m == "POST" and p == "/api/jobs/")
+    deletes = [i for i, call in enumerate(calls) if call == ("DELETE", f"/api/jobs/{sub}")]
+    reads = [i for i, call in enumerate(calls) if call == ("GET", "/api/v0/logs/file")]
+    assert len(deletes) == 1 and len(reads) == 4 and reads[-1] < deletes[0], calls
+    assert all(p.startswith("/api/v0/logs/file") for m, p in calls[deletes[0] + 1:] if m == "GET"), calls
+    assert "/api/v0/actors" not in [p for _, p in calls]  # no fallback to the supervisor's state
+    assert time.monotonic() - started < 8
 
 
 def test_job_stuck_pending_is_stopped_and_deleted(tmp_path, stand_in):

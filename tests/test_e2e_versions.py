@@ -83,7 +83,7 @@ def test_refused_driver_goes_through_the_dashboard_and_diagnoses_everything(othe
     assert result.seconds < 30, result
     report = result.json()
     assert report["source"]["path"] == "dashboard", report["source"]
-    assert any("Ray refused rldoctor as a driver" in n and "went through the cluster's dashboard" in n
+    assert any("Ray refuses a driver whose versions differ" in n and "went through the cluster's dashboard" in n
                for n in report["notes"]), report["notes"]
     assert result.findings("RLD102") == [], result
     status = {c["code"]: c for c in report["checks"]}

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from rldoctor.collect import connect
-from rldoctor.errors import first_line
+from rldoctor.errors import Undiagnosable, first_line
 from rldoctor.snapshot import new_document
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -223,8 +223,8 @@ class LiveSession:
     def __init__(self, address: str | None, ray_log: str | None = None, on_refused=None):
         from rldoctor.collect.fleet import Fleet
 
-        # Called as on_refused(gcs_address, budget, VersionMismatch) when Ray refuses this
-        # driver; a snapshot it returns is used as is (the client's dashboard fallback,
+        # Called as on_refused(gcs_address, budget, connect.CannotJoin) when Ray would not
+        # take this driver (another Ray or Python, or not one of the cluster's nodes); a snapshot it returns is used as is (the client's dashboard fallback,
         # rldoctor.dashboard.remote.after_refusal; never set inside the cluster).
         self.on_refused = on_refused
         self.resolved = connect.resolve(address)
@@ -243,14 +243,11 @@ class LiveSession:
                 self.conn = connect.join(self.resolved,
                                          timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                          ray_log=self.ray_log)
-            except connect.VersionMismatch as exc:
+            except connect.CannotJoin as exc:  # another Ray or Python, or not a node
                 through = self.on_refused(self.resolved, budget, exc) if self.on_refused else None
                 if through is not None:  # the collectors run inside, with the cluster's Ray
                     return through
-                from rldoctor.collect import driverless  # what needs no driver is still read
-
-                driverless.collect(doc, self.resolved, budget, exc)
-                return doc
+                raise Undiagnosable(exc.one_line()) from None
         doc.setdefault("notes", []).extend(self.conn.auth.notes)
         timing = doc["timing"] = {"joined_s": budget.elapsed(), "joined_now": joined_now}
         self._collect(doc, budget, timing, extras)

@@ -17,6 +17,7 @@ from rldoctor.collect.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
 
 CONNECT_TIMEOUT_S = 10.0
+PREFLIGHT_TIMEOUT_S = 3.0
 HOW_TO_POINT = ("pass --address HOST:PORT of the head's GCS (the port `ray start --head` "
                 "printed, 6379 by default) or set RAY_ADDRESS")
 
@@ -101,6 +102,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     """
     reachable(address)
     auth = decide(address)
+    preflight(address, auth)
     namespace = f"rldoctor-{uuid.uuid4().hex[:12]}"
     outcome: dict = {}
 
@@ -129,7 +131,10 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     if "error" in outcome:
         exc = outcome["error"]
         if "version mismatch" in str(exc).lower():
-            raise VersionMismatch(str(exc), auth)
+            from rldoctor.collect.versions import driver_only
+
+            raise VersionMismatch(str(exc), auth, cluster=driver_only(str(exc))["cluster"],
+                                  address=address)
         raise Undiagnosable(_explain_init_error(address, exc))
     ctx = outcome["ctx"]
     gcs = ctx.address_info.get("gcs_address") or address
@@ -138,16 +143,125 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
                       namespace=namespace, auth=auth)
 
 
-class VersionMismatch(Exception):
-    """Ray refused this driver because its Ray or Python differs from the cluster's.
+class CannotJoin(Exception):
+    """Ray would not take (or refused) rldoctor as a driver of this cluster.
 
-    `auth` is the mode rldoctor had chosen to join in: the GCS, the raylets and the state
-    API still answer a client in that mode (rldoctor.collect.driverless).
+    `auth` is the mode rldoctor had chosen to join in; `cluster` the versions the head
+    recorded ({"ray", "python"}, empty when unknown); `here` this machine's.
     """
 
-    def __init__(self, message: str, auth: AuthDecision | None = None):
+    def __init__(self, message: str, auth: AuthDecision | None = None,
+                 cluster: dict | None = None, here: dict | None = None,
+                 address: str | None = None):
         super().__init__(message)
+        self.address = address or "this address"
         self.auth = auth
+        self.cluster = cluster or {}
+        self.here = here or versions_here()
+
+    def why(self) -> str:
+        """What kept rldoctor from joining, for the report's notes."""
+        return " ".join(str(self).split())[:400]
+
+    def one_line(self) -> str:
+        """The error when the cluster has no dashboard to go through instead."""
+        return (f"cannot join the Ray cluster at {self.address} as a driver: {self.why()}, and "
+                "no dashboard of the cluster answers to go through instead (none where its head "
+                "records one: started with --include-dashboard=false?); start the head with its "
+                "dashboard, or forward its port (`kubectl port-forward "
+                "svc/<cluster>-head-svc 8265`), and pass --address http://HOST:PORT")
+
+
+def _both(there: dict, here: dict) -> str:
+    return (f"the cluster runs Ray {there['ray']} with Python {there.get('python', '?')} and "
+            f"rldoctor runs Ray {here['ray']} with Python {here['python']}")
+
+
+class VersionMismatch(CannotJoin):
+    """Ray refuses a driver whose Ray or Python differs from the cluster's.
+
+    Raised before `ray.init` when the versions the head recorded in the GCS differ from
+    this machine's (`preflight`), or by `ray.init` itself.
+    """
+
+    def why(self) -> str:
+        if not self.cluster.get("ray"):
+            return " ".join(str(self).split())[:400]
+        return (f"{_both(self.cluster, self.here)}; Ray refuses a driver whose versions differ "
+                "from the cluster's")
+
+
+class NotANode(CannotJoin):
+    """This machine runs none of the cluster's raylets, which a Ray driver needs on its host."""
+
+    def why(self) -> str:
+        versions = f" ({_both(self.cluster, self.here)})" if self.cluster.get("ray") else ""
+        return ("this machine is not one of the cluster's nodes, and a Ray driver needs one of "
+                f"its raylets on its own host{versions}")
+
+
+def versions_here() -> dict:
+    """This process's Ray and Python versions, as Ray computes them for its comparison."""
+    try:
+        from ray._private.utils import compute_version_info
+
+        ray_version, python_version = compute_version_info()
+        return {"ray": ray_version, "python": python_version}
+    except (ImportError, AttributeError, ValueError, TypeError):
+        import platform
+
+        import ray
+
+        return {"ray": ray.__version__, "python": platform.python_version()}
+
+
+def _versions_differ(there: dict, here: dict) -> bool:
+    """As Ray's check_version_info: the Ray version exactly, Python to the patch level
+    (or the minor one, with RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor)."""
+    if there.get("ray") and there["ray"] != here["ray"]:
+        return True
+    theirs, ours = there.get("python"), here["python"]
+    if not theirs:
+        return False
+    if os.environ.get("RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL", "patch") == "minor":
+        return theirs.split(".")[:2] != ours.split(".")[:2]
+    return theirs != ours
+
+
+def preflight(address: str, auth: AuthDecision | None = None,
+              timeout_s: float = PREFLIGHT_TIMEOUT_S) -> None:
+    """What `ray.init` would refuse, found before calling it and in a few GCS calls.
+
+    A driver of another Ray or Python than the cluster's is refused after the handshake
+    (VersionMismatch), and one on a machine without a raylet of the cluster waits 60s for
+    one first (NotANode). Both are read without a driver: the versions the head recorded
+    in the GCS, the cluster's node table and the raylets running here. What cannot be read
+    (an older GCS, no answer) leaves the decision to `ray.init`, as before.
+    """
+    from rldoctor.collect.private import (local_raylet_node_ids, node_table_without_driver,
+                                          recorded_cluster_versions)
+
+    here = versions_here()
+    try:
+        there = recorded_cluster_versions(address, timeout_s)
+    except Exception:
+        there = {}
+    if there and _versions_differ(there, here):
+        raise VersionMismatch(
+            f"Version mismatch: The cluster was started with: Ray: {there.get('ray')} Python: "
+            f"{there.get('python')} This process was started with: Ray: {here['ray']} Python: "
+            f"{here['python']}", auth, cluster=there, here=here, address=address)
+    if not there:  # the GCS did not answer that: ray.init, bounded, will say what is wrong
+        return
+    try:
+        table, _ = node_table_without_driver(address)
+        alive = {n.get("NodeID") for n in table if n.get("Alive")}
+        local = local_raylet_node_ids()
+    except Exception:
+        return
+    if alive and not alive & local:
+        raise NotANode(f"no raylet of the cluster at {address} runs here", auth,
+                       cluster=there, here=here, address=address)
 
 
 def leave() -> None:

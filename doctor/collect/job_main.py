@@ -46,7 +46,54 @@ def unframe(logs: str, begin: str = BEGIN, end: str = END) -> dict | None:
         return None
 
 
+def _process_age_s() -> float | None:
+    """Seconds since this process started (the interpreter's start-up and imports)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return round(uptime - ticks / os.sysconf("SC_CLK_TCK"), 3)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# Set by Ray's job supervisor for the driver: {"runtime_env": ..., "metadata": ...}.
+JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def _probes_without_the_package() -> bool:
+    """Keep the package off the runtime env this driver gives its actors; True when it did.
+
+    The driver needs rldoctor's package (it is on its path already, through the job's
+    `py_modules`), its probes do not: they travel by value (probes.register). An actor
+    with a runtime env starts through Ray's runtime env agent and worker set-up script, a
+    second interpreter start-up on every node; one without starts as any worker does. The
+    job's metadata (its submission id) stays, so the driver is still listed under the job.
+    Read before `import ray`, which reads the variable in `ray.init`.
+    """
+    raw = os.environ.get(JOB_CONFIG_ENV)
+    if not raw:
+        return False
+    try:
+        config = json.loads(raw)
+        env = dict(config.get("runtime_env") or {})
+    except (ValueError, AttributeError):
+        return False
+    if "py_modules" not in env:
+        return False
+    env.pop("py_modules")
+    if not env.get("env_vars"):
+        env.pop("env_vars", None)
+    config["runtime_env"] = env
+    os.environ[JOB_CONFIG_ENV] = json.dumps(config)
+    return True
+
+
 def _the_job(timeout_s: float, extras=()) -> dict:
+    age = _process_age_s()
+    wall = time.time()
+    plain_probes = _probes_without_the_package()
     from rldoctor.collect import collect_snapshot
 
     started = time.monotonic()
@@ -59,6 +106,9 @@ def _the_job(timeout_s: float, extras=()) -> dict:
         "ray_version": getattr(ray, "__version__", None),
         "python_version": platform.python_version(),
         "seconds": round(time.monotonic() - started, 3),
+        "process_age_at_start_s": age,
+        "probes_without_runtime_env": plain_probes,
+        "started_at": round(wall, 3),
     }
     return doc
 

@@ -190,6 +190,27 @@ def recorded_cluster_versions(gcs_address: str, timeout_s: float) -> dict[str, s
     return {k: metadata[f"{k}_version"] for k in ("ray", "python") if metadata.get(f"{k}_version")}
 
 
+def local_raylet_node_ids() -> set[str]:
+    """Node ids of the raylets running on this machine, found the way `ray.init` finds the
+    node a driver attaches to (services.find_node_ids: the raylets' `--node_id` flags)."""
+    try:
+        from ray._private.services import find_node_ids
+
+        return set(find_node_ids())
+    except (ImportError, AttributeError):
+        import os
+
+        found = set()
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            found.update(a.split(b"=", 1)[1].decode() for a in args if a.startswith(b"--node_id="))
+        return found
+
+
 def dashboard_address(gcs_address: str, timeout_s: float) -> str | None:
     """HOST:PORT of the dashboard (and Ray's state API), as the head recorded it in the GCS;
     where Ray's own get_address_for_submission_client looks it up."""

@@ -9,6 +9,7 @@ Its probe actors belong to its driver and die with it.
 from __future__ import annotations
 
 import time
+import urllib.parse
 import uuid
 
 from rldoctor import __version__
@@ -18,8 +19,13 @@ from rldoctor.dashboard.package import Package
 from rldoctor.errors import Undiagnosable
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
-POLL_S = 0.25
+POLL_S = 0.1
 MONITOR_PERIOD_S = 1.2  # Ray's JobManager.JOB_MONITOR_LOOP_PERIOD_S is 1, plus a margin
+# The monitor finds a dead supervisor within two of its periods (it pings every other one).
+MONITOR_LIMIT_S = 4.0
+EVENTS_LOG = "events/event_JOBS.log"  # relative to the head's logs folder
+EVENTS_TAIL_LINES = 200  # each job writes two lines: room for many jobs ending together
+EVENTS_POLL_S = 0.1
 # The job's driver must run on the cluster's own Python, which need not be `python` on
 # the head's PATH (a venv that was never activated). The shell's parent is Ray's job
 # supervisor, a worker of exactly that Python: its memory map names the site-packages its
@@ -69,6 +75,7 @@ class CollectorJob:
         self.message: str | None = None
         self.timing: dict[str, float] = {}
         self.extra_args = ""  # more options of job_main (the bundle's: rldoctor.dashboard.bundle)
+        self.head_node_id: str | None = None  # where Ray's job monitor logs the job's end
 
     def submit(self) -> None:
         payload = {
@@ -119,7 +126,11 @@ class CollectorJob:
             time.sleep(POLL_S)
 
     def logs(self) -> str:
-        status, body = self.dash.get_json(f"/api/jobs/{self.submission_id}/logs")
+        path = f"/api/jobs/{self.submission_id}/logs"
+        try:
+            status, body = self.dash.get_json(path)
+        except Undiagnosable:  # a head too busy to answer in time: once more, then say so
+            status, body = self.dash.get_json(path)
         if status != 200 or not isinstance(body, dict):
             raise Undiagnosable(f"could not read the logs of rldoctor's job {self.submission_id} "
                                 f"({status})")
@@ -128,6 +139,9 @@ class CollectorJob:
     def snapshot(self) -> dict:
         logs = self.logs()
         doc = unframe(logs)
+        if doc is not None:
+            self.head_node_id = next((n.get("node_id") for n in doc.get("nodes") or []
+                                      if n.get("is_head") and n.get("alive")), None)
         if doc is not None and self.status == "SUCCEEDED":
             return doc
         raise Undiagnosable(
@@ -138,6 +152,7 @@ class CollectorJob:
         """Stop (if still running) and delete the job; never raises."""
         if not self.submitted:
             return
+        started = time.monotonic()
         try:
             if self.status not in TERMINAL:
                 self.dash.request("POST", f"/api/jobs/{self.submission_id}/stop", ok=(),
@@ -147,7 +162,74 @@ class CollectorJob:
                     time.sleep(POLL_S)
         except BaseException:  # Ctrl-C twice, or the cluster went away: still try to delete
             pass
+        try:
+            let_go = self._wait_for_the_monitor_to_let_go()
+        except BaseException:
+            let_go = False
+        self.timing["monitor_let_go"] = let_go
+        if let_go and self._delete_once():
+            self.timing["cleanup_s"] = round(time.monotonic() - started, 3)
+            return
         self._wait_for_the_supervisor_to_end()
+        self._delete_until_gone()
+        self.timing["cleanup_s"] = round(time.monotonic() - started, 3)
+
+    def _wait_for_the_monitor_to_let_go(self, limit_s: float = MONITOR_LIMIT_S) -> bool:
+        """True once Ray's job monitor has logged the job's end; False when it cannot be seen.
+
+        Ray's JobManager watches each job's supervisor actor (a ping a second) until it finds
+        it gone; only then does its watch end, and a record deleted before then is written
+        back as FAILED. Its last act is the event "Completed a ray job <id> with a status
+        ..." in the head's `events/event_JOBS.log` (2.40 through 2.60), after which it never
+        writes the record again: the delete is safe from that line on. Read through the
+        dashboard's log API as plain text; a cluster that keeps no such file costs one try.
+        """
+        head = self.head_node_id or self._find_head_node_id()
+        if not head:
+            return False
+        wanted = f"Completed a ray job {self.submission_id} with a status".encode()
+        query = urllib.parse.urlencode({"node_id": head, "filename": EVENTS_LOG,
+                                        "lines": EVENTS_TAIL_LINES, "format": "text"})
+        deadline = time.monotonic() + limit_s
+        while True:
+            status, body = self.dash.request("GET", f"/api/v0/logs/file?{query}", ok=(),
+                                             timeout_s=5)
+            if status != 200:
+                return False
+            if wanted in body:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(EVENTS_POLL_S)
+
+    def _find_head_node_id(self) -> str | None:
+        path = ("/api/v0/nodes?detail=false&limit=10&filter_keys=is_head_node"
+                "&filter_predicates=%3D&filter_values=True")
+        try:
+            status, body = self.dash.get_json(path, timeout_s=5)
+        except BaseException:
+            return None
+        rows = (((body or {}).get("data") or {}).get("result") or {}).get("result") \
+            if status == 200 and isinstance(body, dict) else None
+        alive = [row.get("node_id") for row in rows or []
+                 if row.get("is_head_node") and row.get("state", "ALIVE") == "ALIVE"]
+        return alive[0] if alive else None
+
+    def _delete_once(self) -> bool:
+        """One DELETE once the monitor let go; True when the job is gone."""
+        try:
+            status, body = self.dash.request("DELETE", f"/api/jobs/{self.submission_id}",
+                                             ok=(), timeout_s=5)
+        except BaseException:
+            return False
+        if status in (200, 404):
+            self.deleted = True
+            return True
+        self.delete_refused = f"{status}: {body[:200].decode('utf-8', 'replace')}"
+        return False
+
+    def _delete_until_gone(self) -> None:
+        """Without the monitor's word: delete, wait out one monitor period, look again."""
         deadline, failures = time.monotonic() + 20, 0
         while time.monotonic() < deadline and failures < 3:  # a busy head may refuse at first
             try:

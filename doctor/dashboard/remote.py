@@ -11,6 +11,7 @@ import time
 
 from rldoctor.dashboard import is_dashboard_address
 from rldoctor.dashboard.http import REQUEST_TIMEOUT_S, Dashboard
+from rldoctor.errors import Undiagnosable
 
 
 def chosen_address(address: str | None) -> str | None:
@@ -72,6 +73,8 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
         "identify_s": round(identified - started, 3),
         "package_s": round(shipped - identified, 3), "uploaded": uploaded,
         "job_s": job.timing.get("job_s"), "job_started_s": job.timing.get("started_s"),
+        "cleanup_s": job.timing.get("cleanup_s"),
+        "deleted_once_monitor_let_go": job.timing.get("monitor_let_go"),
         "total_s": round(finished - started, 3)}
     doc.setdefault("notes", []).append(
         f"examined through the dashboard at {dash.url}: the collectors ran inside the cluster "
@@ -83,9 +86,13 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
     return doc
 
 
-def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
-    """The snapshot of a cluster whose Ray or Python refused this driver, taken through its
-    dashboard (as `--address http://...` does), or None when no dashboard answers."""
+def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
+    """The snapshot of a cluster that Ray would not take this driver into (another Ray or
+    Python, or this machine is not one of its nodes: rldoctor.collect.connect.CannotJoin),
+    taken through its dashboard (as `--address http://...` does), or None when no dashboard
+    answers (none recorded in the GCS, or nothing listens where the head recorded one: a
+    head started with --include-dashboard=false may still record its address). A dashboard
+    that answers but cannot do it is one clear line."""
     try:
         from rldoctor.collect.private import dashboard_address
 
@@ -98,14 +105,27 @@ def after_refusal(gcs_address: str, budget, mismatch) -> dict | None:
     if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
         host = gcs_address.rpartition(":")[0]
     url = f"http://{host}:{port}"
+    if not _listening(host, port, budget.left(2.0)):  # recorded, but not running
+        return None
+    why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
     try:
         doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
-    except Exception:
-        return None
-    told = " ".join(str(mismatch).split())[:400]
+    except Undiagnosable as exc:  # the dashboard is there but could not do it: say both
+        raise Undiagnosable(f"{why}; rldoctor went through the cluster's dashboard at {url} "
+                            f"instead, and there: {exc}") from None
     doc.setdefault("notes", []).insert(0, (
-        f"Ray refused rldoctor as a driver at {gcs_address} ({told}); rldoctor went through the "
-        f"cluster's dashboard at {url} on its own instead, so the collectors ran inside the "
-        "cluster with its own Ray and Python. Next time give --address " + url))
+        f"rldoctor did not join the cluster at {gcs_address} as a driver ({why}); it went "
+        f"through the cluster's dashboard at {url} on its own instead, so the collectors ran "
+        "inside the cluster with its own Ray and Python. Next time give --address " + url))
     doc["source"]["requested_address"] = gcs_address
     return doc
+
+
+def _listening(host: str, port: str, timeout_s: float) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return True
+    except (OSError, ValueError):
+        return False
