@@ -190,34 +190,6 @@ def _python_release(version: str | None) -> str | None:
     return version.split()[0] if version else version
 
 
-def _driver_refused(versions: dict):
-    """Ray refused rldoctor's driver: the cluster's recorded versions against this machine's."""
-    here, there = versions.get("driver") or {}, versions.get("cluster") or {}
-    differs = [k for k in ("ray", "python")
-               if there.get(k) and here.get(k) and there[k] != _python_release(here[k])]
-
-    def shown(v: dict) -> str:
-        return f"Ray {v.get('ray') or '?'} and Python {_python_release(v.get('python')) or '?'}"
-
-    if there:
-        named = " and ".join({"ray": "Ray", "python": "Python"}[k] for k in differs)
-        message = (f"Ray refused rldoctor as a driver: the cluster was started with {shown(there)}"
-                   f", this machine runs {shown(here)} ({named or 'the versions'} "
-                   f"differ{'s' if len(differs) == 1 else ''}); every driver started from here "
-                   "fails the same way, so the checks that need one were skipped")
-    else:
-        message = f"the driver could not join: {versions['connect_error']}"
-    pin = (f"Here: `pip install \"ray[rllib]=={there['ray']}\"` (with the same torch and "
-           "gymnasium as the nodes), or upgrade the cluster to this machine's Ray. "
-           if "ray" in differs else
-           f"Here: a Python {there['python']} environment (Ray compares the full version, "
-           "patch included). " if "python" in differs else "")
-    return fail("cluster", message,
-                {"driver": here, "cluster": there, "differs": differs,
-                 "cluster_source": versions.get("cluster_source") or "Ray's error message",
-                 "connect_error": versions.get("connect_error")}, pin + _VERSION_FIX)
-
-
 @check("RLD102", "version-mismatch", area="cluster", requires=("versions",))
 def version_mismatch(snap, params):
     """Ray, Python, RLlib, torch or gymnasium versions differ between nodes or the driver.
@@ -237,9 +209,6 @@ def version_mismatch(snap, params):
         lists each component with the nodes that run each version; align the odd ones out.
     """
     versions = snap["versions"]
-    if versions.get("connect_error"):
-        yield _driver_refused(versions)
-        return
     seen: dict[str, dict[str, dict]] = {}
     where = [("driver", versions.get("driver") or {})]
     where += [(f"node:{nid}", v) for nid, v in sorted((versions.get("nodes") or {}).items())]

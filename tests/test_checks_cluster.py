@@ -92,13 +92,6 @@ def test_rld102_ray_or_python_mismatch_or_missing_package_fails():
     assert finding.severity is Severity.FAIL and "not installed" in finding.message
 
 
-def test_rld102_driver_refused_for_version_mismatch():
-    data = {"versions": {"driver": {"ray": "2.59.0"}, "nodes": {}, "failed": {},
-                         "connect_error": "Version mismatch: The cluster was started with: Ray: 2.60.0"}}
-    [finding] = run(version_mismatch, data)
-    assert finding.severity is Severity.FAIL and finding.subject == "cluster"
-
-
 def test_rld103_infeasible_actor_and_placement_group():
     data = fixture("infeasible-demands")
     findings = run(unschedulable_demand, data)

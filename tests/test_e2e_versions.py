@@ -9,7 +9,7 @@ driver started with the same PYTHONPATH. rldoctor, with the real 2.60.0, is refu
 driver, finds the dashboard in the GCS and runs the collectors inside the cluster (the
 job inherits the nodes' PYTHONPATH, so it plays 2.59.0 too): the report is complete, says
 which path examined the cluster, and has no RLD102 about the machine rldoctor runs on.
-Without a dashboard, rldoctor reads only what needs no driver (tests/test_driverless.py).
+Without a dashboard it is one line, exit 3 (tests/test_e2e_gcs_without_dashboard.py).
 """
 
 from __future__ import annotations

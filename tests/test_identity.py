@@ -154,7 +154,7 @@ def test_a_node_without_py_spy_says_so(monkeypatch):
 
 
 class _NoProbes:
-    """The driverless path's stand-in: no probe anywhere (a node Ray refuses us on)."""
+    """A fleet without probes: no probe anywhere (a node Ray refuses us on)."""
     actors: dict = {}
     failed = {"n1": {"error": "Ray refused rldoctor as a driver", "kind": "refused"}}
 

@@ -8,6 +8,7 @@ one Undiagnosable line, within a bounded time.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import uuid
@@ -131,9 +132,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     if "error" in outcome:
         exc = outcome["error"]
         if "version mismatch" in str(exc).lower():
-            from rldoctor.collect.versions import driver_only
-
-            raise VersionMismatch(str(exc), auth, cluster=driver_only(str(exc))["cluster"],
+            raise VersionMismatch(str(exc), auth, cluster=versions_in_refusal(str(exc)),
                                   address=address)
         raise Undiagnosable(_explain_init_error(address, exc))
     ctx = outcome["ctx"]
@@ -141,6 +140,16 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
     dashboard = ctx.dashboard_url or None
     return Connection(address=address, gcs_address=gcs, dashboard_url=dashboard,
                       namespace=namespace, auth=auth)
+
+
+def versions_in_refusal(message: str) -> dict:
+    """The cluster's Ray and Python as Ray's "Version mismatch" error names them."""
+    found = {}
+    for key, pattern in (("ray", r"Ray:\s*([^\s]+)"), ("python", r"Python:\s*([^\s]+)")):
+        match = re.search(pattern, message)
+        if match:
+            found[key] = match.group(1)
+    return found
 
 
 class CannotJoin(Exception):

@@ -182,7 +182,7 @@ def identify(section: dict, fleet, budget, stack_timeout_s: float = 2.0) -> None
     if drivers:
         targets = [{"node_id": d["node_id"], "pid": d["pid"], "label": "driver"} for d in drivers.values()]
         dumps = stacks.capture(fleet, targets, budget, stack_timeout_s)
-        if getattr(fleet, "actors", None):  # probes to run script_facts (not the driverless path)
+        if getattr(fleet, "actors", None):  # probes to run script_facts on (a fleet may have none)
             register()
         calls = {key: (d["node_id"], "call_here", script_facts, int(d["pid"]))
                  for key, d in drivers.items()}
