@@ -31,8 +31,6 @@ MONITOR_LIMIT_S = 4.0
 EVENTS_LOG = "events/event_JOBS.log"  # relative to the head's logs folder
 EVENTS_TAIL_LINES = 200  # each job writes two lines: room for many jobs ending together
 EVENTS_POLL_S = 0.1
-LOG_POLL_S = 0.15  # reads of the job's log while it runs, until its output is complete
-LINGER_S = 90.0  # the driver's wait for our stop before it deletes its log on its own
 # The job's driver must run on the cluster's own Python, which need not be `python` on
 # the head's PATH (a venv that was never activated). The shell's parent is Ray's job
 # supervisor, a worker of exactly that Python: its memory map names the site-packages its
@@ -110,11 +108,10 @@ class CollectorJob:
 
     def output(self, complete=(END,), extra_s: float = 0.0) -> str:
         """The job's logs once they hold one of the `complete` markers or the job's failure
-        line (the driver then waits for our stop), or once the job ended. A job that cannot start within the
-        timeout, or runs past it (plus `extra_s` for more output), is one clear line."""
+        line (the driver then waits for our stop), or once the job ended. A job that cannot
+        start within the timeout, or runs past it (plus `extra_s`), is one clear line."""
         started = time.monotonic()
         start_by, end_by = started + self.timeout_s, None
-        state = None
         while True:
             state = self.poll()
             now = time.monotonic()
