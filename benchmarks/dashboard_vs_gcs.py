@@ -10,8 +10,9 @@ on the same cluster, `rldoctor check --format json`:
   the next ones find it on the cluster and skip the upload.
 Prints each path's median wall, every sample, the ratio (goal: the dashboard path within 2x
 of the GCS path) and, for the dashboard path, where the time went (identify, upload, the
-job's start, its own collection, the cleanup: the job is deleted as soon as Ray's job
-monitor has logged its end). Stops the cluster at the end.
+job's start, its own collection, the output read while the job runs, the stop (its driver
+deletes its own log file) and the cleanup: the job is deleted as soon as Ray's job monitor
+has logged its end). Stops the cluster at the end.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def main() -> int:
         print(f"phases of one dashboard collect ({wall:.2f}s wall): identify "
               f"{phases['identify_s']}s, package check {phases['package_s']}s, job start "
               f"{phases['job_started_s']}s, the job's own collection {inside.get('seconds')}s, "
-              f"submit to the job's end {phases['job_s']}s, cleanup {phases.get('cleanup_s')}s (deleted once Ray's job "
+              f"submit to its output read {phases['job_s']}s, stop and cleanup {phases.get('cleanup_s')}s (deleted once Ray's job "
               f"monitor let go: {phases.get('deleted_once_monitor_let_go')})")
     return 0
 

@@ -371,3 +371,81 @@ def test_ray_address_http_is_taken_like_address(tmp_path, stand_in):
     server = stand_in(ray_version="2.30.0")
     line = _one_line(run_rldoctor("check", env=_env(tmp_path, RAY_ADDRESS=server.url)))
     assert "Ray 2.30.0" in line
+
+
+# -- the job's output: read while it runs, redacted in the cluster, its log file wiped ------
+
+SNAPSHOT_FIXTURE = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures" \
+    / "healthy-3node.json"
+ENV_SECRET = "envsecret-Qw3Er5Ty7Ui9"
+
+
+def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
+        tmp_path, stand_in):
+    """The job's driver does not end after printing (it waits for the stop, then wipes its
+    log file): the client must take the frame from a RUNNING job, stop it, then delete it."""
+    from rldoctor.collect.job_main import frame
+
+    doc = json.loads(SNAPSHOT_FIXTURE.read_text())
+    server = stand_in(job_status="RUNNING", monitor_done_after=0,
+                      job_logs="Running entrypoint for job rldoctor-x\n" + frame(doc) + "\n")
+    started = time.monotonic()
+    result = run_rldoctor("check", "--address", server.url, "--timeout", "5",
+                          "--format", "json", env=_env(tmp_path))
+    took = time.monotonic() - started
+    assert result.code in (0, 1), result
+    report = json.loads(result.stdout)
+    assert {row["node_id"] for row in report["cluster"]["rows"]} == \
+        {n["node_id"] for n in doc["nodes"]}
+    assert took < 15, took  # not the RUNNING job's timeout (5 + 30 s)
+    posted = next(json.loads(b) for m, p, _, b in server.requests if m == "POST" and p == "/api/jobs/")
+    assert "--linger 90" in posted["entrypoint"]  # the driver waits for the stop, bounded
+    sub = posted["submission_id"]
+    calls = [(m, p) for m, p, *_ in server.requests]
+    stop = calls.index(("POST", f"/api/jobs/{sub}/stop"))
+    assert stop < calls.index(("DELETE", f"/api/jobs/{sub}"))
+    assert ("GET", f"/api/jobs/{sub}/logs") in calls[:stop]
+    assert ("GET", f"/api/jobs/{sub}/logs") not in calls[stop:]
+
+
+def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_path):
+    """The driver's side, as Ray runs it: stdout is job-driver-rldoctor-<id>.log. What it
+    prints is redacted already (the token, env_vars values), and on SIGTERM it deletes the
+    file and ends at once."""
+    doc = json.loads(SNAPSHOT_FIXTURE.read_text())
+    doc["runtime_envs_seen"] = [{"runtime_env": {"env_vars": {"SIM_PASSWORD": ENV_SECRET}}}]
+    doc.setdefault("notes", []).append(f"a message that quotes the token {SECRET}")
+    (tmp_path / "doc.json").write_text(json.dumps(doc))
+    code = ("import json, sys\nfrom rldoctor.collect import job_main\n"
+            f"doc = json.load(open({str(tmp_path / 'doc.json')!r}))\n"
+            "job_main._the_job = lambda timeout_s, extras=(): doc\n"
+            "sys.exit(job_main.main(['--linger', '60']))\n")
+    log = tmp_path / "job-driver-rldoctor-0123456789ab.log"
+    env = _env(tmp_path, RAY_AUTH_TOKEN=SECRET)
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT,
+                                env=env)
+    try:
+        from rldoctor.collect.job_main import END, unframe
+
+        deadline = time.monotonic() + 30
+        while END not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        text = log.read_text()
+        printed = unframe(text)
+        assert printed is not None and len(printed["nodes"]) == len(doc["nodes"]), text[-2000:]
+        assert ENV_SECRET not in json.dumps(printed) and SECRET not in json.dumps(printed)
+        assert printed["runtime_envs_seen"][0]["runtime_env"]["env_vars"]["SIM_PASSWORD"] \
+            == "***redacted***"
+        time.sleep(0.5)
+        assert proc.poll() is None and log.exists()  # lingers, waiting for the stop
+        stopped = time.monotonic()
+        proc.send_signal(__import__("signal").SIGTERM)
+        proc.wait(10)
+        assert time.monotonic() - stopped < 2
+        assert not log.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

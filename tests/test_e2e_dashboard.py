@@ -123,9 +123,10 @@ def test_the_dashboard_port_alone_diagnoses_like_the_gcs_path(cluster, forwarded
     assert report["source"]["path"] == "dashboard"
     assert report["source"]["cluster_ray_version"] == "2.60.0"
     assert any("examined through the dashboard" in n for n in report["notes"])
-    # nothing left behind: no job, no probe actor
+    # nothing left behind: no job, no probe actor, no copy of the job's output on the head
     assert rldoctor_jobs(cluster, forwarded.url) == []
     assert not any(wait_clean(cluster).values())
+    assert_no_output_left(cluster, report["source"]["job"])
 
 
 def test_the_second_run_skips_the_upload(cluster, forwarded, tmp_path):
@@ -144,6 +145,7 @@ def test_collect_output_through_the_dashboard(cluster, forwarded, tmp_path):
     assert doc["collectors"]["hosts"]["status"] == "ok" and len(doc["hosts"]) == 3
     assert cluster.token not in out.read_text() + result.stdout + result.stderr
     assert rldoctor_jobs(cluster, forwarded.url) == []
+    assert_no_output_left(cluster, doc["source"]["job"])
 
 
 @pytest.mark.parametrize("token", [None, "not-this-clusters-token-42"])
@@ -303,6 +305,16 @@ def driver_log_left(cluster, submission_id: str) -> list[str]:
     return [str(p) for d in logs for p in d.glob(f"job-driver-{submission_id}*")]
 
 
+def assert_no_output_left(cluster, submission_id: str) -> None:
+    """No copy of the job's output in the head's logs folder: its driver deleted its log
+    file (Ray's job monitor may write one line of its own there afterwards)."""
+    assert submission_id and submission_id.startswith("rldoctor-"), submission_id
+    for left in driver_log_left(cluster, submission_id):
+        text = open(left, errors="replace").read()
+        print(f"left by Ray: {left}: {text[-300:]!r}")
+        assert "RLDOCTOR-" not in text and len(text) < 2000, text[-2000:]
+
+
 def test_bundle_through_the_dashboard_has_every_nodes_logs_and_stacks(cluster, forwarded,
                                                                       crash_loop, hung_calls,
                                                                       tmp_path):
@@ -357,8 +369,5 @@ def test_bundle_through_the_dashboard_has_every_nodes_logs_and_stacks(cluster, f
     assert rldoctor_jobs(cluster, forwarded.url) == []
     # (Ray's job monitor may write one line of its own there again, after the deletion, when
     # it sees the supervisor gone: what it must never hold is the job's output)
-    for left in driver_log_left(cluster, manifest["source"]["job"]):
-        text = open(left, errors="replace").read()
-        print(f"left by Ray: {left}: {text[-300:]!r}")
-        assert "RLDOCTOR-" not in text and len(text) < 2000, text[-2000:]
+    assert_no_output_left(cluster, manifest["source"]["job"])
     assert not any(wait_clean(cluster).values())

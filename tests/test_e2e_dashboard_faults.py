@@ -28,6 +28,7 @@ import pytest
 
 from conftest import RLDOCTOR
 from localcluster import LocalCluster, NodeSpec
+from test_e2e_dashboard import assert_no_output_left
 from test_e2e_reliability import wait_clean
 
 pytestmark = pytest.mark.cluster
@@ -62,7 +63,9 @@ def check_until_the_job_runs(cluster, out) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(j.get("status") == "RUNNING" for j in rldoctor_jobs(cluster)):
+        running = [j for j in rldoctor_jobs(cluster) if j.get("status") == "RUNNING"]
+        if running:
+            proc.submission_id = running[0]["submission_id"]
             return proc
         time.sleep(0.05)
     proc.kill()
@@ -83,6 +86,9 @@ def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
         "rldoctor: interrupted: probes stopped and removed, no report written"], stderr
     assert not (tmp_path / "r.json").exists()
     assert_nothing_left(cluster)
+    # stopped while it collected: no output of the job's on the head (a stop that comes
+    # before its Python runs leaves Ray's own two lines, "Running entrypoint ...")
+    assert_no_output_left(cluster, proc.submission_id)
 
 
 def test_a_node_frozen_while_the_job_collects_is_named_not_answering(cluster, tmp_path):

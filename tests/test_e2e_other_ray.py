@@ -26,6 +26,7 @@ from conftest import PPOJob, run_rldoctor
 from localcluster import LocalCluster, NodeSpec
 from faults import PIN_BY_AFFINITY, actor_that_crashes_three_times
 from ray_venvs import ray_venv
+from test_e2e_dashboard import assert_no_output_left
 
 pytestmark = pytest.mark.cluster
 
@@ -63,11 +64,14 @@ def hung_training(cluster):
         yield job
 
 
-def _nothing_left_behind(cluster) -> None:
-    """No rldoctor job in the cluster's job list, no rldoctor actor alive."""
+def _nothing_left_behind(cluster, report: dict | None = None) -> None:
+    """No rldoctor job in the cluster's job list, no rldoctor actor alive, and no copy of
+    the job's output (`report`'s) in the head's logs folder."""
     with urllib.request.urlopen(cluster.dashboard_url + "/api/jobs/", timeout=10) as resp:
         assert [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")] == []
     assert cluster.run_driver(LEFTOVERS).strip() == "0"
+    if report is not None:
+        assert_no_output_left(cluster, report["source"]["job"])
 
 
 def laptop_env(cluster) -> dict:
@@ -101,7 +105,7 @@ def test_a_cluster_of_another_ray_through_its_dashboard(cluster, crash_loop, hun
         assert f"Ray {VERSION}, which has no token authentication" in auth["fix"]
     else:
         assert "ray get-auth-token --generate" in auth["fix"]
-    _nothing_left_behind(cluster)
+    _nothing_left_behind(cluster, report)
 
 
 def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_loop, tmp_path):
@@ -116,7 +120,7 @@ def test_its_gcs_address_goes_through_the_dashboard_on_its_own(cluster, crash_lo
     [restarts] = [f for f in report["findings"] if f["code"] == "RLD401"]
     assert crash_loop in restarts["subject"]
     assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
-    assert cluster.run_driver(LEFTOVERS).strip() == "0"
+    _nothing_left_behind(cluster, report)
 
 
 def _hung_runner_finding(cluster, timeout_s: float = 120) -> tuple[dict, dict]:
@@ -164,4 +168,4 @@ def test_a_live_training_of_that_release_stuck_in_env_step(cluster, hung_trainin
         assert "were not compared live" in throughput["detail"], throughput
         assert f"Ray {cluster.ray_version}" in throughput["detail"], throughput
     assert hung_training.proc.poll() is None  # rldoctor never called into the training
-    _nothing_left_behind(cluster)
+    _nothing_left_behind(cluster, result.json())

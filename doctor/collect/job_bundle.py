@@ -13,7 +13,7 @@ items. They leave the cluster only as the job's output:
 3. printed framed (gzip + base64 between two marker lines) after the snapshot's frame;
 4. then the driver waits for the client's stop (it has read the frames by then) and deletes
    its own log file, job-driver-rldoctor-<id>.log, so nothing of the bundle stays on the
-   head. A client that never stops it costs `--linger` seconds, then the same deletion.
+   head (rldoctor.collect.job_log, as for every run of the job).
 
 Standard library, ray and rldoctor's collectors only (shipped as the job's package).
 """
@@ -21,15 +21,11 @@ Standard library, ray and rldoctor's collectors only (shipped as the job's packa
 from __future__ import annotations
 
 import base64
-import os
-import signal
 import sys
-import time
 
 ITEMS_BEGIN = "=====RLDOCTOR-BUNDLE-ITEMS-BEGIN====="
 ITEMS_END = "=====RLDOCTOR-BUNDLE-ITEMS-END====="
 ITEMS_FAILED = "RLDOCTOR-BUNDLE-ITEMS-FAILED: "
-_OWN_LOG_PREFIX = "job-driver-rldoctor-"
 
 
 def new_gatherer():
@@ -119,40 +115,3 @@ def send_items(gatherer, doc: dict, max_bytes: int) -> None:
         return
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
-
-
-def own_log_file() -> str | None:
-    """The job's log file this driver writes to (its stdout), when it is rldoctor's job's."""
-    try:
-        path = os.readlink("/proc/self/fd/1")
-    except OSError:
-        return None
-    return path if os.path.basename(path).startswith(_OWN_LOG_PREFIX) else None
-
-
-class _Stopped(Exception):
-    pass
-
-
-def _on_stop(signum, frame):
-    raise _Stopped()
-
-
-def linger_then_wipe(linger_s: float) -> None:
-    """Wait for the client's stop (SIGTERM or SIGINT) up to `linger_s`, then delete the log."""
-    previous = {sig: signal.signal(sig, _on_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        deadline = time.monotonic() + max(0.0, linger_s)
-        while time.monotonic() < deadline:
-            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-    except _Stopped:
-        pass
-    finally:
-        for sig in previous:
-            signal.signal(sig, signal.SIG_IGN)
-        path = own_log_file()
-        if path:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass

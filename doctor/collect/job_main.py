@@ -3,9 +3,12 @@
     python -m rldoctor.collect.job_main --timeout 30
 
 The job's driver joins through RAY_ADDRESS (the job supervisor sets it to the cluster's
-GCS), takes the same snapshot `rldoctor check --address HOST:PORT` takes on a node, and
-prints it framed, gzip + base64, between two marker lines, so the client can find it in the
-job's logs among whatever Ray prints. Standard library and ray only.
+GCS), takes the same snapshot `rldoctor check --address HOST:PORT` takes on a node,
+redacts it with the client's rules (rldoctor.redact, on the snapshot's JSON text, as the
+client redacts what it writes), and prints it framed, gzip + base64, between two marker
+lines, so the client can find it in the job's logs among whatever Ray prints. Then it waits
+for the client's stop and deletes its own log file (rldoctor.collect.job_log), so no copy
+of the output stays on the head. Standard library and ray only.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ END = "=====RLDOCTOR-SNAPSHOT-END====="
 FAILED = "RLDOCTOR-JOB-FAILED: "
 
 
-def frame(doc: dict, begin: str = BEGIN, end: str = END) -> str:
-    packed = base64.b64encode(gzip.compress(json.dumps(doc, default=str).encode(), 6)).decode()
+def frame(doc, begin: str = BEGIN, end: str = END) -> str:
+    """`doc` (or its JSON text, when a str) gzipped, base64, between two marker lines."""
+    text = doc if isinstance(doc, str) else json.dumps(doc, default=str)
+    packed = base64.b64encode(gzip.compress(text.encode(), 6)).decode()
     lines = [packed[i:i + 76] for i in range(0, len(packed), 76)]
     return "\n".join([begin, *lines, end])
 
@@ -113,14 +118,38 @@ def _the_job(timeout_s: float, extras=()) -> dict:
     return doc
 
 
+def redacted_text(doc: dict) -> str:
+    """The snapshot's JSON text with secrets masked: what the client's `redact` makes of it
+    before it writes a snapshot or report, done here so that no copy of the job's output
+    (its log file, should one survive) holds a secret."""
+    from rldoctor.redact import redact
+
+    return redact(json.dumps(doc, default=str))
+
+
+def _failure_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
+    line = f"{FAILED}{type(exc).__name__}: {text}"
+    try:
+        from rldoctor.redact import redact
+
+        return redact(line)
+    except Exception:
+        return line
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rldoctor.collect.job_main")
     parser.add_argument("--timeout", type=float, default=30.0)
     parser.add_argument("--bundle-max-bytes", type=int, default=None,
                         help="also gather the incident bundle's items (rldoctor.collect.job_bundle)")
     parser.add_argument("--linger", type=float, default=0.0,
-                        help="--bundle-max-bytes: seconds to wait for the client's stop")
+                        help="after printing: seconds to wait for the client's stop before "
+                             "the driver deletes its own log file")
     args = parser.parse_args(argv)
+    from rldoctor.collect import job_log
+
+    job_log.wipe_on_stop()
     gatherer = None
     try:
         if args.bundle_max_bytes:
@@ -128,15 +157,19 @@ def main(argv: list[str] | None = None) -> int:
 
             gatherer = job_bundle.new_gatherer()
         doc = _the_job(args.timeout, extras=(gatherer,) if gatherer else ())
-    except BaseException as exc:  # one line the client quotes; never the token (none is here)
-        text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
-        print(f"{FAILED}{type(exc).__name__}: {text}", flush=True)
+        text = frame(redacted_text(doc))
+    except (SystemExit, KeyboardInterrupt):  # stopped while collecting (ray.init's own
+        job_log.wipe_own_log()                # SIGTERM handler exits): nothing to print
+        return 143
+    except BaseException as exc:  # one line the client quotes, redacted too
+        print(_failure_line(exc), flush=True)
+        job_log.linger_then_wipe(args.linger)
         return 1
-    sys.stdout.write(frame(doc) + "\n")
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
-    if gatherer is not None:
+    if gatherer is not None:  # learns its secrets from the snapshot as collected
         job_bundle.send_items(gatherer, doc, args.bundle_max_bytes)
-        job_bundle.linger_then_wipe(args.linger)
+    job_log.linger_then_wipe(args.linger)
     return 0
 
 

@@ -12,16 +12,12 @@ Nothing here imports ray.
 from __future__ import annotations
 
 import base64
-import time
 
 from rldoctor.bundle.manifest import Item
 from rldoctor.collect.job_bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
 from rldoctor.collect.job_main import unframe
-from rldoctor.errors import Undiagnosable
 
-LOG_POLL_S = 0.25
 ITEMS_TIME_S = 20.0 + 10.0  # the Gatherer's own budget for items, plus redaction and printing
-LINGER_S = 90.0  # the driver's wait for our stop before it deletes its log on its own
 
 
 class JobItems:
@@ -39,44 +35,12 @@ class JobItems:
         self.reason = "the job did not return them"
 
     def job_args(self) -> str:
-        return f" --bundle-max-bytes {int(self.max_bytes)} --linger {LINGER_S:g}"
+        return f" --bundle-max-bytes {int(self.max_bytes)}"
 
     def through_job(self, job) -> dict:
         """Wait for the job's frames (the job keeps running until it is stopped), read them."""
-        from rldoctor.dashboard.job import TERMINAL, last_error_line
-
-        started = time.monotonic()
-        start_by, end_by = started + job.timeout_s, None
-        while True:
-            state = job.poll()
-            now = time.monotonic()
-            if state in TERMINAL:
-                logs = job.logs()
-                break
-            if state == "PENDING" and now > start_by:
-                raise Undiagnosable(
-                    f"rldoctor's job {job.submission_id} could not start on the cluster within "
-                    f"{job.timeout_s:g}s (status PENDING: "
-                    f"{(job.message or 'no message').strip()[:200]}); it was stopped. The head "
-                    "may be overloaded: try again, or raise --timeout")
-            if state == "RUNNING":
-                if end_by is None:
-                    job.timing["started_s"] = round(now - started, 3)
-                    end_by = now + job.timeout_s + ITEMS_TIME_S + 30.0
-                logs = job.logs()
-                if ITEMS_END in logs or ITEMS_FAILED in logs:  # else: until done or failed
-                    break
-                if now > end_by:
-                    raise Undiagnosable(
-                        f"rldoctor's job {job.submission_id} gathered for longer than "
-                        f"{end_by - started:.0f}s on the cluster; it was stopped")
-            time.sleep(LOG_POLL_S)
-        job.timing["job_s"] = round(time.monotonic() - started, 3)
-        doc = unframe(logs)
-        if doc is None:
-            raise Undiagnosable(
-                f"rldoctor's job {job.submission_id} {(state or 'ended').lower()} on the "
-                f"cluster without a snapshot: {last_error_line(logs, job.message)}")
+        logs = job.output((ITEMS_END, ITEMS_FAILED), extra_s=ITEMS_TIME_S)
+        doc = job.snapshot(logs)
         self._read_items(logs, doc)
         return doc
 

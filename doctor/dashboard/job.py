@@ -1,9 +1,12 @@
-"""The collectors' short Ray job: upload the package, submit, wait, read, stop, delete.
+"""The collectors' short Ray job: upload the package, submit, read its output, stop, delete.
 
 The job is tagged (a `rldoctor-` submission id and `metadata`), asks for no CPU
 (`entrypoint_num_cpus=0`: it starts while a training holds every CPU), and is stopped and
 deleted at the end whatever happens: a finished run, a timeout, a client error, Ctrl-C.
-Its probe actors belong to its driver and die with it.
+Its probe actors belong to its driver and die with it. The driver does not end by itself
+after printing: the client reads the job's log while it runs until the output is complete,
+then stops it, and on that stop the driver deletes its own log file (Ray keeps a job's log
+after the job is deleted; rldoctor.collect.job_log).
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import urllib.parse
 import uuid
 
 from rldoctor import __version__
-from rldoctor.collect.job_main import FAILED, unframe
+from rldoctor.collect.job_main import END, FAILED, unframe
 from rldoctor.dashboard.http import Dashboard
 from rldoctor.dashboard.package import Package
 from rldoctor.errors import Undiagnosable
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 POLL_S = 0.1
+LOG_POLL_S = 0.15  # reads of the job's log while it runs, until its output is complete
+LINGER_S = 90.0  # the driver's wait for our stop before it deletes its log on its own
 MONITOR_PERIOD_S = 1.2  # Ray's JobManager.JOB_MONITOR_LOOP_PERIOD_S is 1, plus a margin
 # The monitor finds a dead supervisor within two of its periods (it pings every other one).
 MONITOR_LIMIT_S = 4.0
@@ -40,7 +45,7 @@ ENTRYPOINT = (
     'elif [ -n "$S" ] && P=$(readlink /proc/$PPID/exe); '
     'then export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}$S"; '
     'else P=python3; fi; '
-    'exec "$P" -m rldoctor.collect.job_main --timeout {timeout:g}')
+    'exec "$P" -m rldoctor.collect.job_main --timeout {timeout:g} --linger {linger:g}')
 
 
 def ensure_package(dash: Dashboard, package: Package) -> bool:
@@ -79,7 +84,8 @@ class CollectorJob:
 
     def submit(self) -> None:
         payload = {
-            "entrypoint": ENTRYPOINT.format(timeout=self.timeout_s) + self.extra_args,
+            "entrypoint": ENTRYPOINT.format(timeout=self.timeout_s, linger=LINGER_S)
+            + self.extra_args,
             "submission_id": self.submission_id,
             "runtime_env": {"py_modules": [self.package.uri]},
             "metadata": {"rldoctor": __version__,
@@ -100,30 +106,37 @@ class CollectorJob:
             self.message = body.get("message")
         return self.status or "UNKNOWN"
 
-    def wait(self) -> None:
-        """Until the job ends; a job that cannot start within the timeout is one clear line."""
+    def output(self, complete=(END,), extra_s: float = 0.0) -> str:
+        """The job's logs once they hold one of the `complete` markers or the job's failure
+        line (the driver then waits for our stop), or once the job ended. A job that cannot
+        start within the timeout, or runs past it (plus `extra_s`), is one clear line."""
         started = time.monotonic()
-        start_by = started + self.timeout_s
-        end_by = None
+        start_by, end_by = started + self.timeout_s, None
         while True:
             state = self.poll()
             now = time.monotonic()
             if state in TERMINAL:
-                self.timing["job_s"] = round(now - started, 3)
-                return
+                logs = self.logs()
+                break
             if state == "PENDING" and now > start_by:
                 raise Undiagnosable(
                     f"rldoctor's job {self.submission_id} could not start on the cluster within "
                     f"{self.timeout_s:g}s (status PENDING: {(self.message or 'no message').strip()[:200]}); "
                     "it was stopped. The head may be overloaded: try again, or raise --timeout")
-            if state == "RUNNING" and end_by is None:
-                self.timing["started_s"] = round(now - started, 3)
-                end_by = now + self.timeout_s + 30.0
-            if end_by is not None and now > end_by:
-                raise Undiagnosable(
-                    f"rldoctor's job {self.submission_id} ran longer than {self.timeout_s + 30:g}s "
-                    "on the cluster; it was stopped")
-            time.sleep(POLL_S)
+            if state == "RUNNING":
+                if end_by is None:
+                    self.timing["started_s"] = round(now - started, 3)
+                    end_by = now + self.timeout_s + extra_s + 30.0
+                logs = self.logs()
+                if FAILED in logs or any(marker in logs for marker in complete):
+                    break
+                if now > end_by:
+                    raise Undiagnosable(
+                        f"rldoctor's job {self.submission_id} ran longer than "
+                        f"{end_by - started:.0f}s on the cluster; it was stopped")
+            time.sleep(LOG_POLL_S if state == "RUNNING" else POLL_S)
+        self.timing["job_s"] = round(time.monotonic() - started, 3)
+        return logs
 
     def logs(self) -> str:
         path = f"/api/jobs/{self.submission_id}/logs"
@@ -136,16 +149,16 @@ class CollectorJob:
                                 f"({status})")
         return body.get("logs") or ""
 
-    def snapshot(self) -> dict:
-        logs = self.logs()
+    def snapshot(self, logs: str) -> dict:
+        """The snapshot in the job's output; a job without one is one clear line."""
         doc = unframe(logs)
         if doc is not None:
             self.head_node_id = next((n.get("node_id") for n in doc.get("nodes") or []
                                       if n.get("is_head") and n.get("alive")), None)
-        if doc is not None and self.status == "SUCCEEDED":
             return doc
+        ended = "failed" if FAILED in logs else (self.status or "ended").lower()
         raise Undiagnosable(
-            f"rldoctor's job {self.submission_id} {(self.status or 'ended').lower()} on the cluster "
+            f"rldoctor's job {self.submission_id} {ended} on the cluster "
             f"without a snapshot: {last_error_line(logs, self.message)}")
 
     def cleanup(self) -> None:

@@ -58,8 +58,7 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
         if riders:
             doc = riders[0].through_job(job)
         else:
-            job.wait()
-            doc = job.snapshot()
+            doc = job.snapshot(job.output())
     finished = time.monotonic()
     inside = (doc.get("source") or {}).get("collected_by") or {}
     doc["source"] = {
