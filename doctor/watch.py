@@ -126,27 +126,38 @@ class CollectorProcess:
 
     def _reap(self) -> int | None:
         proc, self.proc = self.proc, None
-        if proc is None:
-            return None
-        try:
-            return proc.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait(5)
+        return reap_child(proc, STOP_GRACE_S)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the child (it kills its probes and leaves), SIGKILL after the grace time."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # its probes die with its job: the driver is gone
-            proc.wait(5)
-        except ProcessLookupError:
-            pass
+        stop_child(proc, grace_s)
+
+
+def reap_child(proc: subprocess.Popen | None, grace_s: float) -> int | None:
+    """The exit code of a child that is ending on its own; killed after `grace_s`."""
+    if proc is None:
+        return None
+    try:
+        return proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(5)
+
+
+def stop_child(proc: subprocess.Popen | None, grace_s: float) -> None:
+    """SIGTERM a round's child (it cleans up on the cluster and leaves), SIGKILL after
+    `grace_s`: its probes or its job's driver go with it."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+    except ProcessLookupError:
+        pass
 
 
 class Watch:

@@ -67,28 +67,17 @@ class DashboardRounds:
         return answer["doc"]
 
     def _reap(self) -> None:
+        from rldoctor.watch import reap_child
+
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            proc.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        reap_child(proc, STOP_GRACE_S)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the round in flight (it stops and deletes its job), SIGKILL after the grace."""
+        from rldoctor.watch import stop_child
+
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        except ProcessLookupError:
-            pass
+        stop_child(proc, grace_s)
 
 
 class _Stop(BaseException):
