@@ -11,6 +11,34 @@ import signal
 
 from localcluster import LocalCluster
 
+# The classes of a driver script (`import logging, os, sys, time` and `import ray` first):
+# a runner whose env blocks forever in step(), on the line marked HUNG LINE, ...
+HUNG_RUNNER = '''\
+class MyEnv:
+    def step(self, action):
+        while True:
+            time.sleep(0.05)  # HUNG LINE
+
+@ray.remote(num_cpus=0)
+class Runner:
+    def pid(self):
+        return os.getpid()
+
+    def sample(self):
+        return MyEnv().step(0)
+'''
+
+# ... and a simulator actor that prints its password from its env_vars, then dies.
+DYING_SIMULATOR = '''\
+@ray.remote(num_cpus=0, max_restarts=0)
+class Simulator:
+    def connect(self):
+        print("Traceback (most recent call last):\\n  simulator.connect() failed: "
+              "login with password=" + os.environ["SIM_PASSWORD"], file=sys.stderr, flush=True)
+        time.sleep(0.5)
+        os._exit(1)
+'''
+
 CRASH_THREE_TIMES = """
 import os, time
 @ray.remote(max_restarts=5, num_cpus=0)

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_RLDOCTOR, run_rldoctor
+from faults import DYING_SIMULATOR, HUNG_RUNNER
 from localcluster import LocalCluster, NodeSpec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # a real PPO training runs throughout
@@ -38,42 +39,25 @@ CRASH_SECRET = "crashsecret-5Bv0Yc2Ju7Xe"
 MASK = "***redacted***"
 NOISY = {"RLD201", "RLD202"}  # timing on a loaded 2-core machine: may differ between two runs
 
-HUNG_ENV = '''\
+HUNG_ENV = ('''\
 import logging, os, sys, time
 import ray
 
-class MyEnv:
-    def step(self, action):
-        while True:
-            time.sleep(0.05)  # HUNG LINE
-
-@ray.remote(num_cpus=0)
-class Runner:
-    def pid(self):
-        return os.getpid()
-
-    def sample(self):
-        return MyEnv().step(0)
-
+'''
+    + HUNG_RUNNER + '\n' + '''\
 ray.init(address=sys.argv[1], namespace="hung", logging_level=logging.ERROR, log_to_driver=False)
 runner = Runner.options(label_selector={"ray.io/node-id": sys.argv[2]}).remote()
 print("PID", ray.get(runner.pid.remote()), flush=True)
 runner.sample.remote()
 time.sleep(3600)
-'''
+''')
 
-CRASH = '''\
+CRASH = ('''\
 import logging, os, sys, time
 import ray
 
-@ray.remote(num_cpus=0, max_restarts=0)
-class Simulator:
-    def connect(self):
-        print("Traceback (most recent call last):\\n  simulator.connect() failed: "
-              "login with password=" + os.environ["SIM_PASSWORD"], file=sys.stderr, flush=True)
-        time.sleep(0.5)
-        os._exit(1)
-
+'''
+    + DYING_SIMULATOR + '\n' + '''\
 ray.init(address=sys.argv[1], namespace="crash", logging_level=logging.ERROR, log_to_driver=False)
 sim = Simulator.options(label_selector={"ray.io/node-id": sys.argv[2]},
                         runtime_env={"env_vars": {"SIM_PASSWORD": sys.argv[3]}}).remote()
@@ -81,7 +65,7 @@ try:
     ray.get(sim.connect.remote(), timeout=60)
 except Exception as exc:
     print("=> died", type(exc).__name__, flush=True)
-'''
+''')
 
 STACKS = '''\
 import json, sys, time

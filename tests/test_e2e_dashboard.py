@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import RLDOCTOR, check_json, run_rldoctor
-from faults import actor_that_crashes_three_times
+from faults import DYING_SIMULATOR, HUNG_RUNNER, actor_that_crashes_three_times
 from localcluster import LocalCluster, NodeSpec, free_ports
 from netns import Hosts, missing_tools
 from portforward import PortForward
@@ -215,31 +215,12 @@ CRASH_SECRET = "crashsecret-9Mf3Rb7Kx2Hn"
 MASK = "***redacted***"
 LONG_CALL_S = 10  # rldoctor.bundle.stack_targets.LONG_CALL_S: calls this old get a stack
 
-HUNG_CALLS = '''\
+HUNG_CALLS = ('''\
 import logging, os, sys, time
 import ray
 
-class MyEnv:
-    def step(self, action):
-        while True:
-            time.sleep(0.05)  # HUNG LINE
-
-@ray.remote(num_cpus=0)
-class Runner:
-    def pid(self):
-        return os.getpid()
-
-    def sample(self):
-        return MyEnv().step(0)
-
-@ray.remote(num_cpus=0, max_restarts=0)
-class Simulator:
-    def connect(self):
-        print("Traceback (most recent call last):\\n  simulator.connect() failed: "
-              "login with password=" + os.environ["SIM_PASSWORD"], file=sys.stderr, flush=True)
-        time.sleep(0.5)
-        os._exit(1)
-
+'''
+    + HUNG_RUNNER + '\n' + DYING_SIMULATOR + '\n' + '''\
 ray.init(address=sys.argv[1], namespace="hung", logging_level=logging.ERROR, log_to_driver=False)
 nodes = sys.argv[3:]
 sim = Simulator.options(label_selector={"ray.io/node-id": nodes[-1]},
@@ -253,7 +234,7 @@ pids = ray.get([r.pid.remote() for r in runners])
 calls = [r.sample.remote() for r in runners]
 print("PIDS", " ".join(map(str, pids)), flush=True)
 time.sleep(3600)
-'''
+''')
 
 
 @dataclass
