@@ -1,7 +1,7 @@
 """What RLlib ships to every env runner, and whether Ray can ship it: RLD501, RLD502.
 
 Both checks read the snapshot section `targets`, filled by `rldoctor check
---target MODULE:ATTR` (rldoctor.collect.targets): per target, the objects that
+--target MODULE:ATTR` (rldoctor.inputs.targets): per target, the objects that
 travel (the target itself; for an AlgorithmConfig the whole config plus a
 registered env creator), whether `ray.cloudpickle` could pickle each one, the
 member paths that broke it, and the pickled sizes.

@@ -1,7 +1,7 @@
 """The user's own RLlib trainings, live: RLD605 hung runners, RLD606 lost runners,
 RLD608 throughput that dropped.
 
-Pure functions of the snapshot's `training` section (rldoctor.collect.training): per
+Pure functions of the snapshot's `training` section (rldoctor.cluster.training): per
 training its env runners and learners, the call each is in now and how long it has
 run, the peers' finished calls, py-spy stacks of the long calls, and each runner's
 env steps from RLlib's own counters. RLD608 also reads a run's results (`runs`).

@@ -30,7 +30,7 @@ class Interrupted(RldoctorError):
 
 # -- one line of an exception, for a snapshot field, a progress line or a report ------------------
 # The one place that turns an exception into a line; collectors, smoke-train and the target
-# loader all use these two (rldoctor.collect.error_line is `first_line`).
+# loader all use these two (rldoctor.cluster.session.error_line is `first_line`).
 def _message_lines(exc: BaseException) -> list[str]:
     return [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
 

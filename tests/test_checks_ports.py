@@ -11,8 +11,8 @@ import time
 from conftest import FIXTURES
 from rldoctor.checks.cluster import node_dead
 from rldoctor.checks.network import port_unreachable
-from rldoctor.collect import portprobe
-from rldoctor.collect.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
+from rldoctor.node import portprobe
+from rldoctor.cluster.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 

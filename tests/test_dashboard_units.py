@@ -200,7 +200,7 @@ def test_shipped_package_imports_only_stdlib_ray_and_itself(tmp_path):
     pkg = package.build()
     assert package.build().sha1 == pkg.sha1  # same sources, same name: the upload is skipped
     names = zipfile.ZipFile(__import__("io").BytesIO(pkg.data)).namelist()
-    assert "rldoctor/collect/job_main.py" in names and all(n.startswith("rldoctor/") for n in names)
+    assert "rldoctor/job/main.py" in names and all(n.startswith("rldoctor/") for n in names)
     # the client side never travels: no checks, reports, CLI or HTTP client
     assert not any(n.startswith(("rldoctor/render/", "rldoctor/dashboard/", "rldoctor/lint/"))
                    or n in ("rldoctor/cli.py", "rldoctor/registry.py") for n in names), names
@@ -235,7 +235,7 @@ def test_shipped_package_imports_only_stdlib_ray_and_itself(tmp_path):
 
 
 def test_frame_round_trip_among_ray_output():
-    from rldoctor.collect.job_main import frame, unframe
+    from rldoctor.job.main import frame, unframe
 
     doc = {"schema": "rldoctor.snapshot/v1", "nodes": [{"node_id": "a" * 56}] * 50}
     logs = "(raylet) noise\n" + frame(doc) + "\n(raylet) more noise\n"
@@ -384,7 +384,7 @@ def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
         tmp_path, stand_in):
     """The job's driver does not end after printing (it waits for the stop, then wipes its
     log file): the client must take the frame from a RUNNING job, stop it, then delete it."""
-    from rldoctor.collect.job_main import frame
+    from rldoctor.job.main import frame
 
     doc = json.loads(SNAPSHOT_FIXTURE.read_text())
     server = stand_in(job_status="RUNNING", monitor_done_after=0,
@@ -416,7 +416,7 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
     doc["runtime_envs_seen"] = [{"runtime_env": {"env_vars": {"SIM_PASSWORD": ENV_SECRET}}}]
     doc.setdefault("notes", []).append(f"a message that quotes the token {SECRET}")
     (tmp_path / "doc.json").write_text(json.dumps(doc))
-    code = ("import json, sys\nfrom rldoctor.collect import job_main\n"
+    code = ("import json, sys\nfrom rldoctor.job import main as job_main\n"
             f"doc = json.load(open({str(tmp_path / 'doc.json')!r}))\n"
             "job_main._the_job = lambda timeout_s, extras=(): doc\n"
             "sys.exit(job_main.main(['--linger', '60']))\n")
@@ -426,7 +426,7 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT,
                                 env=env)
     try:
-        from rldoctor.collect.job_main import END, unframe
+        from rldoctor.job.main import END, unframe
 
         deadline = time.monotonic() + 30
         while END not in log.read_text() and time.monotonic() < deadline:

@@ -95,12 +95,12 @@ def _waits_on_many_refs(path: Path) -> list[int]:
 
 
 def test_every_fan_out_to_the_probes_goes_through_fleet_ask(tmp_path):
-    """One fan-out-and-wait (rldoctor.collect.fleet.ask: per-call deadline, an answer for a
+    """One fan-out-and-wait (rldoctor.cluster.fleet.ask: per-call deadline, an answer for a
     late, failed or missing probe); a module that waits on many refs itself fails here."""
-    fleet = ROOT / "doctor" / "collect" / "fleet.py"
+    fleet = ROOT / "doctor" / "cluster" / "fleet.py"
     found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "doctor").rglob("*.py"))
              if p != fleet and (lines := _waits_on_many_refs(p))}
-    assert found == {}, f"use rldoctor.collect.fleet.ask instead of ray.wait: {found}"
+    assert found == {}, f"use rldoctor.cluster.fleet.ask instead of ray.wait: {found}"
     assert _waits_on_many_refs(fleet)  # the guard sees a wait where there is one
     loop = tmp_path / "loop.py"
     loop.write_text("import ray\nready, late = ray.wait(list(refs), num_returns=len(refs))\n")

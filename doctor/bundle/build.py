@@ -5,7 +5,7 @@
 2. Take the snapshot with the bundle's Gatherer as an extra (logs, stacks, host facts,
    Tune results while the probes are up), then diagnose it: the report of the same run.
    Through the dashboard address the job inside the cluster runs that Gatherer and sends
-   the items back in its output (rldoctor.dashboard.bundle, rldoctor.collect.job_bundle).
+   the items back in its output (rldoctor.dashboard.bundle, rldoctor.job.bundle).
 3. Redact everything (and obfuscate, with --obfuscate), fit the size cap by cutting the
    largest logs from the front, write the manifest, and rename the archive into place.
 Progress goes to stderr, line by line: which node, which item.
@@ -76,7 +76,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
 
             gatherer = JobItems(progress=say, max_bytes=max_bytes)
         else:
-            from rldoctor.bundle.gather import Gatherer
+            from rldoctor.cluster.gather import Gatherer
 
             gatherer = Gatherer(progress=say)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")

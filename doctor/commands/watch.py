@@ -1,7 +1,7 @@
 """`rldoctor watch`: what it does once click has parsed its options (see rldoctor.cli).
 
 Validate the codes, the settings and the address before anything is served, then run the
-rounds (rldoctor.watch). Returns the exit code; errors are RldoctorError, handled by the CLI.
+rounds (rldoctor.watch.rounds). Returns the exit code; errors are RldoctorError, handled by the CLI.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only_codes, s
     validate_codes("--skip", skip_codes, registry)
     params = check_params(settings, None)
     validate_params(params, registry)
-    from rldoctor.watch import run_watch
+    from rldoctor.watch.rounds import run_watch
 
     return run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,
                      skip_codes, ignores, config, params, timeout, check_timeout)

@@ -2,7 +2,7 @@
 
 Nothing here imports ray: the machine rldoctor runs on needs neither a raylet nor the
 cluster's Ray. The collectors run inside the cluster as a short Ray job with the
-cluster's own Ray and Python (rldoctor.collect, shipped as the job's package by
+cluster's own Ray and Python (rldoctor.cluster.session, shipped as the job's package by
 rldoctor.dashboard.package); the snapshot comes back in the job's logs and the checks
 run here, as for any other snapshot.
 """

@@ -1,8 +1,8 @@
 """The package the dashboard path ships to the cluster: rldoctor's collectors and what they
 import from rldoctor, nothing else (no checks, no reports, no click).
 
-The files are found by following `rldoctor.*` imports from rldoctor.collect and the job's
-entry point (rldoctor.collect.job_main); the zip is byte-for-byte the same for the same
+The files are found by following `rldoctor.*` imports from rldoctor.cluster.session and the job's
+entry point (rldoctor.job.main); the zip is byte-for-byte the same for the same
 sources (fixed timestamps, sorted names), so its name `_ray_pkg_<sha1>.zip` says whether the
 cluster already holds it. Ray unpacks a `gcs://` py_modules zip as is, so `rldoctor/` is the
 zip's top folder.
@@ -18,7 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOTS = ("rldoctor.collect", "rldoctor.collect.job_main")
+ROOTS = ("rldoctor.cluster.session", "rldoctor.job.main")
 _ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 
 
@@ -60,9 +60,10 @@ def _imported(path: Path, package: str) -> set[str]:
 def shipped_modules() -> dict[str, Path]:
     """{module name: source file} of everything the collectors need from rldoctor."""
     found: dict[str, Path] = {}
-    collect_dir = _source_of("rldoctor.collect").parent
-    todo = list(ROOTS) + [f"rldoctor.collect.{p.stem}" for p in sorted(collect_dir.glob("*.py"))
-                          if p.stem != "__init__"]
+    todo = list(ROOTS)
+    cluster_dir = _source_of("rldoctor.cluster").parent
+    todo += [f"rldoctor.cluster.{p.stem}" for p in sorted(cluster_dir.glob("*.py"))
+             if p.stem not in ("__init__", "smoke")]
     while todo:
         name = todo.pop()
         if name in found or not (name == "rldoctor" or name.startswith("rldoctor.")):

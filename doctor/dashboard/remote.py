@@ -22,7 +22,7 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
     wanted = chosen_address(address)
     if is_dashboard_address(wanted):
         return collect_through_dashboard(wanted, timeout_s, extras=extras)
-    from rldoctor.collect import collect_snapshot
+    from rldoctor.cluster.session import collect_snapshot
 
     return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
                             on_refused=after_refusal)
@@ -87,13 +87,13 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
 
 def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
     """The snapshot of a cluster that Ray would not take this driver into (another Ray or
-    Python, or this machine is not one of its nodes: rldoctor.collect.connect.CannotJoin),
+    Python, or this machine is not one of its nodes: rldoctor.cluster.connect.CannotJoin),
     taken through its dashboard (as `--address http://...` does), or None when no dashboard
     answers (none recorded in the GCS, or nothing listens where the head recorded one: a
     head started with --include-dashboard=false may still record its address). A dashboard
     that answers but cannot do it is one clear line."""
     try:
-        from rldoctor.collect.private import dashboard_address
+        from rldoctor.cluster.private import dashboard_address
 
         found = dashboard_address(gcs_address, budget.left(5.0))
     except Exception:
