@@ -225,7 +225,7 @@ class LiveSession:
 
         # Called as on_refused(gcs_address, budget, connect.CannotJoin) when Ray would not
         # take this driver (another Ray or Python, or not one of the cluster's nodes); a snapshot it returns is used as is (the client's dashboard fallback,
-        # rldoctor.dashboard.remote.after_refusal; never set inside the cluster).
+        # rldoctor.acquire.after_refusal; never set inside the cluster).
         self.on_refused = on_refused
         self.resolved = connect.resolve(address)
         self.ray_log = ray_log

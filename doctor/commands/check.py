@@ -103,7 +103,7 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
              "runs": list(runs)}), kind)
         source = dict(snap.get("source") or {})
     else:
-        from rldoctor.dashboard.remote import take_snapshot
+        from rldoctor.acquire import take_snapshot
 
         snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False),
                                   "live cluster")

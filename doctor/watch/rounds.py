@@ -231,7 +231,7 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
     selected = registry.select(only, skip)
     mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
     from rldoctor.dashboard import is_dashboard_address
-    from rldoctor.dashboard.remote import chosen_address
+    from rldoctor.acquire import chosen_address
 
     through_dashboard = is_dashboard_address(chosen_address(address))
     if through_dashboard:  # one short job per round (rldoctor.watch.dashboard_rounds)
