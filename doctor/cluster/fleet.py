@@ -154,7 +154,7 @@ class Fleet:
         for each one's facts; returns at once."""
         import ray
 
-        from rldoctor.cluster.placement import on_node
+        from rldoctor.node.placement import on_node
 
         self.actors.clear()
         self.facts.clear()

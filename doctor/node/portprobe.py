@@ -182,7 +182,7 @@ def listen_on(node_id: str, hold_s: float, timeout_s: float) -> dict:
     driver live) is tested all the same. Returns what the task answered, or {"error"}."""
     import ray
 
-    from rldoctor.cluster.placement import on_node
+    from rldoctor.node.placement import on_node
 
     task = ray.remote(num_cpus=0, max_retries=0)(listen_in_worker_range)
     ref = on_node(task, node_id).remote(hold_s)
