@@ -122,3 +122,13 @@ def load(path: str | os.PathLike) -> Snapshot:
 
 def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
+# Sections a live `check` does not collect, and what fills them instead (the collectors mark
+# them skipped with this reason; the report's "skipped" part and `collect` read it too).
+NOT_FROM_A_LIVE_CLUSTER = {
+    "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
+    "smoke": "run `rldoctor smoke-train` to train on the cluster",
+    "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
+    "runs": "give --run PATH (a Tune trial or experiment directory) to judge a run's results",
+}

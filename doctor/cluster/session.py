@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from rldoctor.cluster import connect
 from rldoctor.errors import Undiagnosable, first_line
-from rldoctor.snapshot import new_document
+from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER, new_document  # noqa: F401 (also read from here)
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -305,11 +305,3 @@ class LiveSession:
             if leave:
                 connect.leave()
 
-
-# Sections a live `check` does not collect, and what fills them instead.
-NOT_FROM_A_LIVE_CLUSTER = {
-    "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
-    "smoke": "run `rldoctor smoke-train` to train on the cluster",
-    "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
-    "runs": "give --run PATH (a Tune trial or experiment directory) to judge a run's results",
-}

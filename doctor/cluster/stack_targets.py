@@ -8,7 +8,7 @@ the driver: a bare `algo.train()` loop).
 
 from __future__ import annotations
 
-from rldoctor.checks._rllib import rllib_role
+from rldoctor.rllib_roles import rllib_role
 
 LONG_CALL_S = 10.0
 MAX_STACKS = 48

@@ -48,7 +48,7 @@ _ENDED_ON_PURPOSE = {"RAY_KILL", "OUT_OF_SCOPE", "REF_DELETED"}
 
 
 def _role(class_name: str | None) -> str | None:
-    from rldoctor.checks._rllib import rllib_role
+    from rldoctor.rllib_roles import rllib_role
 
     name = (class_name or "").split(".")[-1]
     if name == "_WrappedExecutable":  # RLlib's remote learners run in Ray Train's wrapper

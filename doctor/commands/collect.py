@@ -19,7 +19,7 @@ def check_choice(output, bundle) -> None:
 
 
 def collect_snapshot_file(output: str, address, timeout: float) -> str:
-    from rldoctor.cluster.session import NOT_FROM_A_LIVE_CLUSTER
+    from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER
     from rldoctor.acquire import take_snapshot
     from rldoctor.snapshot import dumps
 
