@@ -33,6 +33,19 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
                             on_refused=after_refusal)
 
 
+def bundle_gatherer(address: str | None, progress, max_bytes: int):
+    """What gathers the bundle's items (logs, stacks, host facts) beside the snapshot: the job
+    inside the cluster through a dashboard address (rldoctor.dashboard.bundle), else the
+    driver's own Gatherer (rldoctor.cluster.gather). Passed to `take_snapshot` as an extra."""
+    if is_dashboard_address(chosen_address(address)):
+        from rldoctor.dashboard.bundle import JobItems
+
+        return JobItems(progress=progress, max_bytes=max_bytes)
+    from rldoctor.cluster.gather import Gatherer
+
+    return Gatherer(progress=progress)
+
+
 def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
     """The snapshot of a cluster that Ray would not take this driver into (another Ray or
     Python, or this machine is not one of its nodes: rldoctor.cluster.connect.CannotJoin),

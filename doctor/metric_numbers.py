@@ -2,7 +2,7 @@
 
 The smoke trainer reads `Algorithm.train()` results on the cluster (rldoctor.node.smoke,
 shipped there by value), the results-file reader reads Tune's result.json rows
-(rldoctor.inputs.runs, also shipped with the collectors) and the training checks judge the
+(rldoctor.inputs.runs, on the client) and the training checks judge the
 snapshot's values (rldoctor.checks._runs). They all read numbers here. Standard library only:
 this module travels to clusters that have nothing of rldoctor installed.
 

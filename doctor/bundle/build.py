@@ -59,8 +59,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator, map_path
     from rldoctor.bundle.writer import BundleFile, Member, fit
-    from rldoctor.dashboard import is_dashboard_address
-    from rldoctor.acquire import chosen_address, take_snapshot
+    from rldoctor.acquire import bundle_gatherer, take_snapshot
     from rldoctor.diagnose import diagnose
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
@@ -71,14 +70,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
     wrote_map = False
     try:
-        if is_dashboard_address(chosen_address(address)):  # gathered by the job, in the cluster
-            from rldoctor.dashboard.bundle import JobItems
-
-            gatherer = JobItems(progress=say, max_bytes=max_bytes)
-        else:
-            from rldoctor.cluster.gather import Gatherer
-
-            gatherer = Gatherer(progress=say)
+        gatherer = bundle_gatherer(address, progress=say, max_bytes=max_bytes)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")
         snap_started = time.perf_counter()
         doc = take_snapshot(address, timeout_s=timeout_s, extras=(gatherer,), leave=True)

@@ -1,9 +1,11 @@
-"""Collectors: what rldoctor reads from a live cluster through Ray.
+"""The session: what rldoctor reads from a live cluster through Ray, section by section.
 
-Ray is imported here, in the incident bundle's gatherer (rldoctor.cluster.gather), in
-smoke-train (rldoctor.smoke), in the watch's child process (rldoctor.watch.gcs_child) and,
-for cluster YAML only, in lint (rldoctor.lint.cluster_yaml); never by the checks, the
-reports or `check --from`.
+Ray is imported on the cluster side of the tree: here and in rldoctor.cluster (the driver's
+collectors, the bundle's gatherer, smoke-train's driver), rldoctor.node (what runs on the
+nodes) and rldoctor.job (the dashboard path's job); on the client only inside functions (the
+watch's child process rldoctor.watch.gcs_child, cluster YAML in rldoctor.lint.cluster_yaml,
+`--target` in rldoctor.inputs.targets); never by the checks, the reports or `check --from`
+(tests/test_layering.py).
 
 `collect_snapshot(address)` joins the cluster as a short-lived driver in its own
 namespace, fills one snapshot document section by section, and leaves. A
