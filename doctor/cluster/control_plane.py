@@ -12,32 +12,23 @@ A ping that answers late (before LATE_DEADLINE_S) marks a slow raylet, not a sil
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
+from rldoctor.cluster.raylets import addresses, fan_out
 from rldoctor.cluster.session import error_line
 
 PING_DEADLINE_S = 2.0
 # `_system_config` entries a check needs, kept from each raylet's answer (never the rest).
 KEPT_SYSTEM_CONFIG = ("local_fs_capacity_threshold",)
 LATE_DEADLINE_S = 6.0
-MAX_PARALLEL = 16
 
 
 class RayletPings:
     """GetSystemConfig to every alive raylet, in the background."""
 
     def __init__(self, nodes: list[dict] | None):
-        import ray
-
-        ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"])
-                 for n in ray.nodes() if n.get("Alive")}
-        alive = [n["node_id"] for n in nodes or [] if n.get("alive")] or list(ports)
-        self.targets = {node_id: ports[node_id] for node_id in alive if node_id in ports}
+        self.targets = addresses(nodes)
         self.started = time.perf_counter()
-        self._pool = ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, max(1, len(self.targets))),
-                                        thread_name_prefix="rldoctor-ping")
-        self._futures = {node_id: self._pool.submit(self._ping, *where)
-                         for node_id, where in self.targets.items()}
+        self._pool, self._futures = fan_out(self.targets, self._ping, name="rldoctor-ping")
 
     @staticmethod
     def _ping(ip: str, port: int) -> tuple[float, dict]:

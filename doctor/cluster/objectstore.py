@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-from rldoctor.cluster.session import error_line
 from rldoctor.cluster.private import raylet_node_stats
+from rldoctor.cluster.raylets import addresses, fan_out
+from rldoctor.cluster.session import error_line
 
 PER_NODE_TIMEOUT_S = 5.0
-MAX_PARALLEL = 16
 
 
 def collect(conn, budget, nodes: list[dict] | None, silent: dict[str, str] | None = None) -> dict:
@@ -16,25 +14,16 @@ def collect(conn, budget, nodes: list[dict] | None, silent: dict[str, str] | Non
 
     Nodes in `silent` (their raylet did not answer a ping) are not asked again.
     """
-    import ray
-
-    ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"])
-             for n in ray.nodes() if n.get("Alive")}
-    alive = [n["node_id"] for n in nodes if n.get("alive")] if nodes is not None else list(ports)
     timeout = budget.left(PER_NODE_TIMEOUT_S)
     out: dict = {"nodes": {}, "failed": dict(silent or {})}
-    alive = [node_id for node_id in alive if node_id not in out["failed"]]
-
-    def one(node_id):
-        ip, port = ports[node_id]
-        return node_id, raylet_node_stats(ip, port, timeout)
-
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, max(1, len(alive)))) as pool:
-        futures = [pool.submit(one, node_id) for node_id in alive if node_id in ports]
-        for future, node_id in zip(futures, [n for n in alive if n in ports]):
+    targets = {node_id: where for node_id, where in addresses(nodes).items()
+               if node_id not in out["failed"]}
+    pool, futures = fan_out(targets, lambda ip, port: raylet_node_stats(ip, port, timeout),
+                            name="rldoctor-store")
+    with pool:
+        for node_id, future in futures.items():
             try:
-                _, stats = future.result(timeout=timeout + 1)
-                out["nodes"][node_id] = stats
+                out["nodes"][node_id] = future.result(timeout=timeout + 1)
             except Exception as exc:  # one silent raylet costs its own figures only
                 out["failed"][node_id] = error_line(exc, 200)
     return out
