@@ -26,6 +26,8 @@ _SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Advice|Article|Evidence|Options):
 _SECTION_ALIASES = {"Article": "Advice"}  # the older name of the Advice section
 ENTRY_POINT_GROUP = "rldoctor.checks"
 CHECKS_PACKAGE = "rldoctor.checks"  # every public module of it holds checks; `_helpers` do not
+LINT_RULES_PACKAGE = "rldoctor.lint.rules"  # the `code` area: one module per lint rule
+CHECK_PACKAGES = (CHECKS_PACKAGE, LINT_RULES_PACKAGE)  # the packages the registry scans
 LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
 
 
@@ -134,14 +136,20 @@ class Registry:
 
 
 def builtin_modules() -> list[str]:
-    """The check modules of rldoctor: every module of `checks/` whose name does not start
-    with "_" (those are helpers), found in the package, so a new area's module runs without
-    being listed anywhere."""
+    """The check modules of rldoctor: every module of `checks/` (its area subpackages
+    included) and of the lint rules package whose name does not start with "_" (those are
+    helpers), found in the packages, so a new area's module runs without being listed
+    anywhere."""
     import pkgutil
 
-    package = importlib.import_module(CHECKS_PACKAGE)
-    return sorted(f"{CHECKS_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_") and not m.ispkg)
+    found = []
+    for package_name in CHECK_PACKAGES:
+        package = importlib.import_module(package_name)
+        for m in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+            parts = m.name[len(package_name) + 1:].split(".")
+            if not m.ispkg and not any(part.startswith("_") for part in parts):
+                found.append(m.name)
+    return sorted(found)
 
 
 def builtin_checks() -> list[Check]:

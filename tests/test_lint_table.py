@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rldoctor.checks._rllib_api_table import ROWS, SEVERITY
+from rldoctor.lint.rules.table import ROWS, SEVERITY
 
 _ENV_RUNNERS = ("env_runners", "rollouts")
 BUILD_TIME = ("when the config is built", "when the algorithm is built")

@@ -11,7 +11,7 @@ hand is in `evidence["replacement"]`, and mechanical renames carry
 
 from __future__ import annotations
 
-from rldoctor.checks._lint_files import finding, lint_files, sort_key
+from rldoctor.lint.rules._lint_files import finding, lint_files, sort_key
 from rldoctor.registry import check
 
 # The rules' helpers (the table of names, the matchers) are imported when a rule runs, so
@@ -58,7 +58,7 @@ def deprecated_rllib_api(snap, params):
         fix (`local_mode=args.local_mode`) is an `info` note saying what each value does.
         Imports the installed Ray no longer has are read from Ray's own files.
     """
-    from rldoctor.checks._rllib_api_usage import FileUsages, experiment_usages
+    from rldoctor.lint.rules._rllib_api_usage import FileUsages, experiment_usages
 
     version = _ray_version(snap)
     found = []
@@ -111,7 +111,7 @@ def invalid_cluster_config(snap, params):
         `setup_commands` (quoted: `pip install -U "ray[rllib]==2.60.0"`), and keep
         `max_workers` equal to the number of `worker_ips` on premise.
     """
-    from rldoctor.checks._cluster_config import cluster_problems, where
+    from rldoctor.lint.rules._cluster_config import cluster_problems, where
 
     version = _ray_version(snap)
     found = []
@@ -144,7 +144,7 @@ def _known(snap) -> dict:
 
 
 def _unknown_message(kind: str, name: str, near: str | None) -> tuple[str, str]:
-    from rldoctor.checks._system_config import HINTS
+    from rldoctor.lint.rules._system_config import HINTS
 
     if kind == "system_config":
         message = (f"`{name}` is not a setting of this Ray: with it in _system_config the GCS and "
@@ -183,7 +183,7 @@ def unknown_system_config(snap, params):
         in `head_start_ray_commands`, or `RAY_<key>=value` in every node's environment. The
         known names are read from the installed Ray's own binaries and sources.
     """
-    from rldoctor.checks._system_config import (nearest, python_env_names, python_system_configs,
+    from rldoctor.lint.rules._system_config import (nearest, python_env_names, python_system_configs,
                                                 yaml_settings)
 
     found = []
