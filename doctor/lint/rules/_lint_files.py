@@ -38,3 +38,8 @@ def sort_key(f: Finding) -> tuple:
     where = getattr(f, "location", None) or {}
     return (where.get("path", ""), where.get("cell", 0), where.get("line", 0),
             where.get("column", 0), f.code)
+
+
+def ray_version(snap) -> str:
+    """The version of the Ray the lint reader read its names from."""
+    return (snap["lint"].get("ray_build") or {}).get("version", "unknown")
