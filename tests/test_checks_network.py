@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks.network import cross_zone_spread, high_network_latency, slow_object_transfer
+from rldoctor.checks.network.links import cross_zone_spread, high_network_latency, slow_object_transfer
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 

@@ -9,8 +9,8 @@ import socket
 import time
 
 from conftest import FIXTURES
-from rldoctor.checks.cluster import node_dead
-from rldoctor.checks.network import port_unreachable
+from rldoctor.checks.cluster.nodes import node_dead
+from rldoctor.checks.network.links import port_unreachable
 from rldoctor.collect import portprobe
 from rldoctor.collect.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
 from rldoctor.model import Severity

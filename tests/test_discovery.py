@@ -16,23 +16,26 @@ import click
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
-from rldoctor.registry import _checks_in, builtin_checks, builtin_modules
+from rldoctor.registry import CHECK_PACKAGES, _checks_in, builtin_checks, builtin_modules
 from rldoctor.report.render import FORMATS, RENDERERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_module_of_checks_with_a_check_runs_and_helpers_hold_none():
-    import rldoctor.checks as package
-
     ran = {c.func.__module__ for c in builtin_checks()}
-    for module in pkgutil.iter_modules(package.__path__):
-        name = f"rldoctor.checks.{module.name}"
-        declared = _checks_in(importlib.import_module(name))
-        if module.name.startswith("_"):
-            assert not declared, f"{name} is a helper (leading _) but declares checks: rename it"
-        else:
-            assert name in builtin_modules() and (not declared or name in ran)
+    for package_name in CHECK_PACKAGES:  # rldoctor.checks (area subpackages too), the lint rules
+        package = importlib.import_module(package_name)
+        assert not _checks_in(package), f"{package_name}/__init__.py declares checks: move them"
+        for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+            declared = _checks_in(importlib.import_module(module.name))
+            parts = module.name[len(package_name) + 1:].split(".")
+            if module.ispkg:
+                assert not declared, f"{module.name}/__init__.py declares checks: move them"
+            elif any(part.startswith("_") for part in parts):
+                assert not declared, f"{module.name} is a helper (leading _) but declares checks: rename it"
+            else:
+                assert module.name in builtin_modules() and (not declared or module.name in ran)
 
 
 def test_a_new_check_module_is_found_without_being_listed(tmp_path, monkeypatch):

@@ -287,7 +287,7 @@ def test_smoke_train_help_never_imports_ray_or_torch():
 def test_a_random_policys_jitter_is_not_learning():
     """lr=0 on a loaded machine: a low first window and a few lucky ones later (+6)."""
     from rldoctor.checks._runs import judge_return
-    from rldoctor.checks.training import STALL_PARAMS
+    from rldoctor.checks.training.runs import STALL_PARAMS
 
     noisy = [18.0, 20.0, 19.0, 24.0, 26.0, 25.0, 23.0, 27.0, 24.0, 21.0]
     assert judge_return(noisy, STALL_PARAMS)["learned"] is False

@@ -7,7 +7,7 @@ performance table does.
 
 Like the collectors, this module imports ray only inside functions: `rldoctor
 --help` stays light. It produces a snapshot document (schema rldoctor.snapshot/v1)
-with two sections that the checks in `rldoctor.checks.training` read:
+with two sections that the checks in `rldoctor.checks.training.runs` read:
 
     smoke    the run: outcome, settings, per-iteration curve, figures, where each
              env runner ran, and the checkpoint round trip
