@@ -108,3 +108,66 @@ def test_every_fan_out_to_the_probes_goes_through_fleet_ask(tmp_path):
     loop = tmp_path / "loop.py"
     loop.write_text("import ray\nready, late = ray.wait(list(refs), num_returns=len(refs))\n")
     assert _waits_on_many_refs(loop) == [2]
+
+
+def _codes_named(text: str) -> set[str]:
+    """The codes a docstring's title names: RLD101, and ranges written RLD201-RLD204."""
+    import re
+
+    codes = set()
+    for first, last in re.findall(r"\b([A-Z]{2,6}[0-9]{3})(?:\s*-\s*([A-Z]{2,6}[0-9]{3}))?\b", text):
+        if last:
+            prefix = first[:-3]
+            codes.update(f"{prefix}{n:03d}" for n in range(int(first[-3:]), int(last[-3:]) + 1))
+        else:
+            codes.add(first)
+    return codes
+
+
+def test_every_code_lives_in_the_module_of_its_area_whose_title_lists_exactly_its_codes():
+    """checks/<area>/<family>.py for a check, doctor/lint/rules/<code>.py for a lint rule: the
+    path says the area, and the module's title (its docstring's first paragraph) says the codes."""
+    held: dict[str, set[str]] = {}
+    for c in builtin_checks():
+        module = c.func.__module__
+        if c.area == "code":
+            assert module == f"rldoctor.lint.rules.{c.code.lower()}", f"{c.code} is in {module}"
+        else:
+            assert module.startswith(f"rldoctor.checks.{c.area}."), (
+                f"{c.code} (area {c.area}) is in {module}: move it to checks/{c.area}/")
+            assert module.count(".") == 3, f"{c.code}: one module per code family in checks/{c.area}/"
+        held.setdefault(module, set()).add(c.code)
+    assert len(held) >= 14
+    for module, codes in held.items():
+        doc = importlib.import_module(module).__doc__ or ""
+        title = doc.strip().split("\n\n")[0]
+        assert _codes_named(title) == codes, f"{module}'s docstring title names {sorted(_codes_named(title))}, it holds {sorted(codes)}"
+
+
+def test_the_docstring_code_reader_reads_lists_and_ranges():
+    assert _codes_named("Latency and ports: RLD201-RLD204.") == {"RLD201", "RLD202", "RLD203", "RLD204"}
+    assert _codes_named("RLD605 hung, RLD606 lost,\nRLD608 drop; RLD601-RLD602") == {
+        "RLD605", "RLD606", "RLD608", "RLD601", "RLD602"}
+    assert _codes_named("no codes here") == set()
+
+
+def test_a_check_module_in_a_new_area_package_is_found(tmp_path, monkeypatch):
+    import rldoctor.checks as package
+
+    area = tmp_path / "areapkg"
+    area.mkdir()
+    (area / "__init__.py").write_text('"""A new area."""\n')
+    (area / "family.py").write_text(
+        "from rldoctor.registry import check\n\n"
+        "@check('ZZZ902', 'new-area-family', area='areapkg')\n"
+        "def new_family(snap, params):\n"
+        "    '''A new family.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"
+        "    return []\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    try:
+        assert "rldoctor.checks.areapkg.family" in builtin_modules()
+        assert "ZZZ902" in {c.code for c in builtin_checks()}
+    finally:
+        import sys
+        for name in [n for n in sys.modules if n.startswith("rldoctor.checks.areapkg")]:
+            del sys.modules[name]
