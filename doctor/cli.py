@@ -20,7 +20,7 @@ from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
 from rldoctor.report.render import FORMATS
-from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
+from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S
 
 
 
@@ -297,7 +297,7 @@ def list_checks():
     """List every check with its code, area and where it came from."""
     from tabulate import tabulate
 
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     registry = load_registry()
     rows = [[c.code, c.name, c.area, c.origin, textwrap.shorten(c.summary, 70, placeholder=" ...")]
@@ -311,7 +311,7 @@ def list_checks():
 @click.argument("code")
 def explain(code):
     """Print a check's Symptom, Cause and Fix."""
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     registry = load_registry()
     wanted = code.strip()

@@ -2,7 +2,7 @@
 
 Each round takes a snapshot through a child process that keeps the Ray connection and
 one probe per node (rldoctor.watch_collector), then runs the same checks, muting and
-report as `check` (rldoctor.diagnose, rldoctor.muting), replaces what /metrics serves
+report as `check` (rldoctor.engine.pipeline, rldoctor.engine.muting), replaces what /metrics serves
 (rldoctor.watch_metrics) and logs each finding that opened or resolved as a JSON line
 (rldoctor.watch_transitions). A round that does not reach the cluster sets rldoctor_up
 to 0, logs why, and the next round tries again. SIGTERM or Ctrl-C stop the child (it
@@ -219,11 +219,11 @@ def _stamp(when: float) -> str:
 def run_watch(address, interval, metrics_port, metrics_host, log_path, only, skip, ignores,
               config, params, timeout, check_timeout, max_rounds=None) -> int:
     """`rldoctor watch`; returns the exit code (0 after SIGTERM or Ctrl-C)."""
-    from rldoctor import muting
+    from rldoctor.engine import muting
     from rldoctor import snapshot as snapshots
     from rldoctor.collect.connect import resolve
-    from rldoctor.diagnose import diagnose
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.pipeline import diagnose
+    from rldoctor.engine.registry import load_registry
     from rldoctor.watch_metrics import WatchMetrics, serve
     from rldoctor.watch_transitions import TransitionLog
 

@@ -454,7 +454,7 @@ def test_check_from_refuses_bad_bundles(tmp_path, case, words):
 # -- pointing findings at the bundle; choosing whom to stack ----------------------------------
 
 def test_findings_point_at_the_bundles_logs_and_stacks(tmp_path):
-    from rldoctor.diagnose import diagnose
+    from rldoctor.engine.pipeline import diagnose
     from rldoctor.snapshot import Snapshot
 
     doc = json.loads(WORKER_FAULTS.read_text())

@@ -137,7 +137,7 @@ def test_rld101_defers_to_a_closed_port_but_not_for_a_frozen_raylet():
 
 
 def test_rld204_is_skipped_without_the_reach_section():
-    from rldoctor.runner import run_checks
+    from rldoctor.engine.runner import run_checks
 
     data = copy.deepcopy(SNAP)
     data.pop("reach")

@@ -16,7 +16,7 @@ import click
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
-from rldoctor.registry import CHECK_PACKAGES, _checks_in, builtin_checks, builtin_modules
+from rldoctor.engine.registry import CHECK_PACKAGES, _checks_in, builtin_checks, builtin_modules
 from rldoctor.report.render import FORMATS, RENDERERS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def test_a_new_check_module_is_found_without_being_listed(tmp_path, monkeypatch)
     import rldoctor.checks as package
 
     (tmp_path / "newarea.py").write_text(
-        "from rldoctor.registry import check, warn\n\n"
+        "from rldoctor.engine.registry import check, warn\n\n"
         "@check('ZZZ901', 'new-area-check', area='cluster')\n"
         "def new_area(snap, params):\n"
         "    '''A new area.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"
@@ -158,7 +158,7 @@ def test_a_check_module_in_a_new_area_package_is_found(tmp_path, monkeypatch):
     area.mkdir()
     (area / "__init__.py").write_text('"""A new area."""\n')
     (area / "family.py").write_text(
-        "from rldoctor.registry import check\n\n"
+        "from rldoctor.engine.registry import check\n\n"
         "@check('ZZZ902', 'new-area-family', area='areapkg')\n"
         "def new_family(snap, params):\n"
         "    '''A new family.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"

@@ -194,7 +194,7 @@ def test_fix_skips_an_edit_when_the_file_changed_under_it(tmp_path):
 
 
 def test_check_leaves_code_checks_to_lint():
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     registry = load_registry(include_plugins=False)
     assert {c.code for c in registry.select(lint=True)} == {"RLD801", "RLD802", "RLD803"}

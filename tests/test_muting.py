@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, RLDOCTOR, _clean_env, run_rldoctor
-from rldoctor import muting
-from rldoctor.diagnose import diagnose
+from rldoctor.engine import muting
+from rldoctor.engine.pipeline import diagnose
 from rldoctor.errors import UsageError
 from rldoctor.model import Severity
-from rldoctor.registry import load_registry
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import load
 
 DEAD = FIXTURES / "node-dead.json"  # RLD101 fail on node bd551dd5...

@@ -11,8 +11,8 @@ import pytest
 from conftest import FIXTURES
 from rldoctor import node_state
 from rldoctor.bundle.manifest import node_rows
-from rldoctor.diagnose import diagnose
-from rldoctor.registry import load_registry
+from rldoctor.engine.pipeline import diagnose
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import Snapshot
 
 

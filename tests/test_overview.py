@@ -12,9 +12,9 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor.diagnose import diagnose
+from rldoctor.engine.pipeline import diagnose
 from rldoctor.report.overview import SHOWN_ROWS, build, shown_rows
-from rldoctor.registry import load_registry
+from rldoctor.engine.registry import load_registry
 from rldoctor.report.render import RENDERERS
 from rldoctor.snapshot import Snapshot, load
 

@@ -6,8 +6,8 @@ import os
 
 from conftest import FIXTURES, run_rldoctor
 from plugins import BROKEN_IMPORT, GOOD, MISBEHAVING, install
-from rldoctor.registry import DOC_SECTIONS, builtin_checks, check, fail, parse_doc
-from rldoctor.runner import run_check
+from rldoctor.engine.registry import DOC_SECTIONS, builtin_checks, check, fail, parse_doc
+from rldoctor.engine.runner import run_check
 from rldoctor.snapshot import Snapshot, load
 
 
@@ -143,7 +143,7 @@ def test_plugin_cannot_take_a_builtin_code(tmp_path):
 
 def test_readme_error_table_is_generated_from_the_checks():
     from conftest import ROOT
-    from rldoctor.docs import replace_block
+    from rldoctor.engine.docs import replace_block
 
     readme = (ROOT / "README.md").read_text()
-    assert replace_block(readme) == readme, "run: python -m rldoctor.docs --write README.md"
+    assert replace_block(readme) == readme, "run: python -m rldoctor.engine.docs --write README.md"

@@ -15,8 +15,8 @@ import pytest
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.smoke import run as smoke
 from rldoctor.errors import Undiagnosable, UsageError
-from rldoctor.registry import load_registry
-from rldoctor.runner import run_checks
+from rldoctor.engine.registry import load_registry
+from rldoctor.engine.runner import run_checks
 from rldoctor.smoke.remote import trim_result
 from rldoctor.snapshot import Snapshot, load
 

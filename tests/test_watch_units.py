@@ -16,9 +16,9 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from conftest import FIXTURES
-from rldoctor import muting
-from rldoctor.diagnose import diagnose
-from rldoctor.registry import load_registry
+from rldoctor.engine import muting
+from rldoctor.engine.pipeline import diagnose
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import validate
 from rldoctor.watch import RoundFailed, Watch
 from rldoctor.watch_metrics import WatchMetrics

@@ -61,7 +61,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     from rldoctor.bundle.writer import BundleFile, Member, fit
     from rldoctor.dashboard import is_dashboard_address
     from rldoctor.dashboard.remote import chosen_address, take_snapshot
-    from rldoctor.diagnose import diagnose
+    from rldoctor.engine.pipeline import diagnose
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
 

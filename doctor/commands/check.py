@@ -68,8 +68,8 @@ def validate_params(params: dict, registry) -> None:
 
 def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
            params=None, targets=(), runs=(), ignores=(), config=None) -> int:
-    from rldoctor.registry import load_registry
-    from rldoctor.diagnose import diagnose
+    from rldoctor.engine.registry import load_registry
+    from rldoctor.engine.pipeline import diagnose
     from rldoctor.report.render import RENDERERS
     from rldoctor import snapshot as snapshots
 
@@ -80,7 +80,7 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     validate_codes("--skip", skip, registry)
     validate_params(params or {}, registry)
     selected = registry.select(only, skip)
-    from rldoctor import muting
+    from rldoctor.engine import muting
 
     mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
 

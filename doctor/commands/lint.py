@@ -26,8 +26,8 @@ def _problem_lines(doc: dict) -> list[dict]:
 def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
     """(report, inputs that were not linted, the lint document) for `paths`."""
     from rldoctor.lint.document import lint_document
-    from rldoctor.registry import load_registry
-    from rldoctor.runner import run_checks
+    from rldoctor.engine.registry import load_registry
+    from rldoctor.engine.runner import run_checks
     from rldoctor.snapshot import validate
 
     doc = lint_document(paths)
@@ -64,9 +64,9 @@ def _say(text: str) -> None:
 
 def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
              ignores=(), config: str | None = None) -> int:
-    from rldoctor import muting
+    from rldoctor.engine import muting
     from rldoctor.output import write_text
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     if diff and fix:
         raise UsageError("--diff and --fix are exclusive: --diff shows the fixes, --fix applies them")

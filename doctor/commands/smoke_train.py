@@ -20,12 +20,12 @@ def _writable(option: str, path: str | None) -> None:
 
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                 record, lr, seed) -> int:
-    from rldoctor.smoke import report as smoke_report
+    from rldoctor.report import smoke as smoke_report
     from rldoctor.smoke import run as smoke
     from rldoctor.redact import redact
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
     from rldoctor.report.render import RENDERERS
-    from rldoctor.runner import run_checks
+    from rldoctor.engine.runner import run_checks
     from rldoctor.snapshot import Snapshot, dumps
 
     for option, path in (("--output", output), ("--plot", plot), ("--record", record)):

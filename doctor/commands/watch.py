@@ -10,7 +10,7 @@ from __future__ import annotations
 def watch(address, interval, metrics_port, metrics_host, log_path, only_codes, skip_codes,
           settings, timeout, check_timeout, ignores, config) -> int:
     from rldoctor.commands.check import check_params, validate_codes, validate_params
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     registry = load_registry()
     validate_codes("--only", only_codes, registry)

@@ -7,7 +7,7 @@ which writes the report of the run it collected. Imports neither ray nor torch.
 from __future__ import annotations
 
 from rldoctor.model import Report
-from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks
+from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks
 
 
 def diagnose(snap, source: dict, checks=None, params: dict | None = None,
@@ -17,7 +17,7 @@ def diagnose(snap, source: dict, checks=None, params: dict | None = None,
     When the snapshot came from an incident bundle, findings point at its logs and stacks.
     """
     if registry is None:
-        from rldoctor.registry import load_registry
+        from rldoctor.engine.registry import load_registry
 
         registry = load_registry()
     selected = registry.checks if checks is None else checks
