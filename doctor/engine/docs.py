@@ -1,4 +1,5 @@
-"""The README's error table, generated from the checks' own documentation.
+"""A check's documentation, read from its docstring (registry.parse_doc), for people: the
+explanation `rldoctor explain CODE` prints, and the README's error table, generated.
 
     python -m rldoctor.engine.docs            # print the table
     python -m rldoctor.engine.docs --write README.md
@@ -20,6 +21,22 @@ def _first_sentence(text: str) -> str:
     flat = " ".join(text.split())
     match = re.match(r"(.+?[.!?])(\s|$)", flat)
     return (match.group(1) if match else flat).replace("|", "\\|")
+
+
+def explanation(check) -> str:
+    """What `rldoctor explain` prints for `check`: summary, Symptom, Cause, Fix, advice, settings."""
+    import textwrap
+
+    doc = check.doc
+    out = [f"{check.code} {check.name} ({check.area}, from {check.origin})", "",
+           doc.get("summary", "")]
+    for section, title in (("Symptom", "Symptom"), ("Cause", "Cause"), ("Fix", "Fix"),
+                           ("Advice", "Common advice")):
+        if doc.get(section):
+            out += ["", f"{title}:", textwrap.indent(doc[section], "    ")]
+    if check.params:
+        out += ["", "Settings:"] + [f"    {key} = {value}" for key, value in check.params.items()]
+    return "\n".join(out)
 
 
 def error_table() -> str:
