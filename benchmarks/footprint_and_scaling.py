@@ -56,7 +56,7 @@ def probe_reservations(cluster: LocalCluster) -> list[dict]:
 def measure(nodes: int, repeats: int) -> dict:
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(nodes)]
     with LocalCluster(specs) as cluster, tempfile.TemporaryDirectory() as tmp:
-        run_check(cluster)  # warm-up
+        timed_check(cluster)  # warm-up
         walls, collectors = [], []
         for i in range(repeats):
             snap = Path(tmp) / f"snap{i}.json"
