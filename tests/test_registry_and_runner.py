@@ -197,3 +197,18 @@ def test_a_cut_cell_is_caught_and_the_first_sentence_keeps_quoted_messages_whole
     assert _first_sentence("Keep it small (e.g. 10 MiB). Then go.") == "Keep it small (e.g. 10 MiB)."
     assert _first_sentence("Raise it, e.g. to 64. Then go.") == "Raise it, e.g. to 64."
     assert _first_sentence("A | B. C.") == "A \\| B."
+
+
+def test_one_way_to_make_a_finding_of_a_severity():
+    import pytest
+
+    from rldoctor.model import Severity
+    from rldoctor.registry import fail, finding, info, warn
+
+    for label, helper in (("info", info), ("warn", warn), ("fail", fail)):
+        by_label = finding(label, "node:a", "seen", {"x": 1}, "do")
+        by_level = finding(Severity.parse(label), "node:a", "seen", {"x": 1}, "do")
+        assert by_label == by_level == helper("node:a", "seen", {"x": 1}, "do")
+        assert by_label.severity.label == label and by_label.code == ""
+    with pytest.raises(KeyError):
+        finding("severe", "node:a", "seen")

@@ -88,17 +88,25 @@ def parse_doc(docstring: str) -> dict[str, str]:
     return out
 
 
-# Finding helpers: a check says what it saw; the runner stamps the code on it.
+# Findings: a check says what it saw; the runner stamps the code on it. `finding` is the one
+# way to make one of a severity given as data (Severity or its label "info", "warn", "fail");
+# `info`, `warn` and `fail` are it with the severity fixed.
+def finding(severity: Severity | str, subject: str, message: str, evidence: dict | None = None,
+            fix: str = "") -> Finding:
+    level = severity if isinstance(severity, Severity) else Severity.parse(severity)
+    return Finding("", level, subject, message, evidence or {}, fix)
+
+
 def info(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
-    return Finding("", Severity.INFO, subject, message, evidence or {}, fix)
+    return finding(Severity.INFO, subject, message, evidence, fix)
 
 
 def warn(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
-    return Finding("", Severity.WARN, subject, message, evidence or {}, fix)
+    return finding(Severity.WARN, subject, message, evidence, fix)
 
 
 def fail(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
-    return Finding("", Severity.FAIL, subject, message, evidence or {}, fix)
+    return finding(Severity.FAIL, subject, message, evidence, fix)
 
 
 def note(subject: str, message: str, evidence: dict | None = None) -> Note:
