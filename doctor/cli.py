@@ -16,9 +16,8 @@ import click
 
 from rldoctor import __version__
 from rldoctor.errors import Interrupted, RldoctorError
-from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
-from rldoctor.report.render import FORMATS
+from rldoctor.report.render import FORMATS, LINT_FORMATS
 from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S
 
 

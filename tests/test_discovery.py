@@ -15,9 +15,8 @@ import click
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
-from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.engine.registry import CHECK_PACKAGES, _checks_in, builtin_checks, builtin_modules
-from rldoctor.report.render import FORMATS, RENDERERS
+from rldoctor.report.render import FORMATS, LINT_FORMATS, LINT_RENDERERS, RENDERERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +74,7 @@ def _choices(command: click.Command) -> tuple[str, ...]:
 
 def test_format_choices_are_the_renderers_and_each_renders_a_report():
     assert _choices(cli.check) == _choices(cli.smoke_train) == FORMATS == tuple(RENDERERS)
-    assert _choices(cli.lint) == LINT_FORMATS
+    assert _choices(cli.lint) == LINT_FORMATS == tuple(LINT_RENDERERS)
     assert set(LINT_FORMATS) - {"text"} <= set(RENDERERS)
     for fmt in FORMATS:
         result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"), "--format", fmt)

@@ -14,18 +14,6 @@ import sys
 
 from rldoctor.errors import EXIT_UNDIAGNOSABLE, UsageError
 from rldoctor.model import Report, Severity
-from rldoctor.report.render import RENDERERS
-
-# lint's own text, then every report renderer but the cluster table (the text is lint's table)
-FORMATS = ("text",) + tuple(f for f in RENDERERS if f != "table")
-
-
-def render(report: Report, problems: list[dict], fmt: str) -> str:
-    if fmt == "text":
-        from rldoctor.report.render.lint_text import render_lint_text
-
-        return render_lint_text(report, problems)
-    return RENDERERS[fmt](report)
 
 
 def exit_code(report: Report, problems: list[dict], fail_on: str) -> int:
@@ -64,7 +52,9 @@ def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
         count, files = fixes.apply_fixes(plans)
         _say(f"applied {count} mechanical fix(es) in {files} file(s); what is left needs judgement:")
         report, problems, doc = diagnosis.lint(paths)
-    write_text(render(report, problems, fmt), None)
+    from rldoctor.report.render import LINT_RENDERERS
+
+    write_text(LINT_RENDERERS[fmt](report), None)
     code = exit_code(report, problems, fail_on)
     if code == EXIT_UNDIAGNOSABLE:
         listed = "; ".join(f"{p['path']} ({p['message']})" for p in problems[:3])

@@ -119,7 +119,7 @@ class Diagnosis:
             notes.append(f"not linted: {where}: {p['message']}")
         source = dict(doc["source"])
         source["linted"] = len(doc["lint"]["files"]) - len(problems)
-        report = Report(results=results, source=source, notes=notes)
+        report = Report(results=results, source=source, notes=notes, not_linted=problems)
         self._mute(report)
         return Linted(report, problems, doc)
 
