@@ -11,8 +11,9 @@ from collections import defaultdict
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
-RECENT_HOURS = 24.0
+RECENT_HOURS = RECENT_DEATH_H  # the bundle keeps the logs of deaths this recent (rldoctor.words)
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
 _ENV_RUNNER_RESTART_FIX = (
@@ -40,8 +41,7 @@ def _dead_workers(snap) -> list[dict]:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[:limit] + " ..."
+    return shorten(text, limit + 4)  # `limit` characters of the text, then " ..."
 
 
 class _DeathIndex:
@@ -371,7 +371,7 @@ def worker_crashes(snap, params):
         node = snap.node(node_id) or {}
         yield severity(
             f"node:{node_id}",
-            f"{len(workers)} worker(s) on node {node_id[:12]} ({node.get('ip') or latest.get('ip')}) "
+            f"{len(workers)} worker(s) on {node_label(node_id, node.get('ip') or latest.get('ip'))} "
             f"died of a system error: {'; '.join(kinds)} (latest pid {latest['pid']})",
             {"node_id": node_id, "crashes": len(workers), "recent_crashes": len(recent),
              "pids": [w["pid"] for w in workers[:20]],

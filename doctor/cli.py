@@ -17,6 +17,7 @@ import click
 
 from rldoctor import __version__
 from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError
+from rldoctor.words import ZONE_LABEL
 from rldoctor.commands.lint import FORMATS as LINT_FORMATS
 from rldoctor.redact import redact
 from rldoctor.report.render import FORMATS
@@ -85,7 +86,7 @@ def main() -> None:
               "abandoned and reported as error.")
 @click.option("--zone-label", default=None, metavar="KEY",
               help="Node label that names a node's availability zone "
-              "[default: ray.io/availability-zone].")
+              f"[default: {ZONE_LABEL}].")
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")

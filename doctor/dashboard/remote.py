@@ -12,6 +12,7 @@ import time
 from rldoctor.dashboard import is_dashboard_address
 from rldoctor.dashboard.http import REQUEST_TIMEOUT_S, Dashboard
 from rldoctor.errors import Undiagnosable
+from rldoctor.words import shorten
 
 
 def chosen_address(address: str | None) -> str | None:
@@ -106,7 +107,7 @@ def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
     url = f"http://{host}:{port}"
     if not _listening(host, port, budget.left(2.0)):  # recorded, but not running
         return None
-    why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
+    why = refusal.why() if hasattr(refusal, "why") else shorten(refusal, 400)
     try:
         doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
     except Undiagnosable as exc:  # the dashboard is there but could not do it: say both

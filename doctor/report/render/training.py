@@ -43,6 +43,6 @@ def block_lines(trainings: list[dict]) -> list[str]:
     for t in trainings:
         lines.append(headline(t))
         for m in t.get("runners", []) + t.get("learner_actors", []):
-            if not_fine(m):
+            if not_fine(m, t.get("long_call_s")):
                 lines.append("    " + member_line(m))
     return lines
