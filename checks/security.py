@@ -108,10 +108,9 @@ def _severity(kind_key: str, where: str, auth: str, tls: bool) -> Severity | Non
 def _endpoints(snap) -> tuple[dict, list]:
     """{node id: [endpoint]} for nodes whose socket table was read, and notes for the rest."""
     cluster = snap.get("cluster") or {}
-    hosts = snap.get("hosts") or {}
     by_node, notes = {}, []
     for node in snap.alive_nodes:
-        table = (hosts.get(node["node_id"]) or {}).get("listening")
+        table = snap.host(node["node_id"]).get("listening")
         if not table:
             continue
         if table.get("status") != "ok":
