@@ -3,7 +3,7 @@ command does is in rldoctor.commands (check, collect, lint, smoke_train, watch).
 
 Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
 torch. Every error a user can cause is one line on stderr and an exit code
-(see DESIGN.md): 0 clean, 1 findings at or above --fail-on or a check errored,
+(see docs/architecture.md, "Contracts"): 0 clean, 1 findings at or above --fail-on or a check errored,
 2 usage error, 3 nothing could be diagnosed.
 """
 
@@ -44,7 +44,7 @@ IGNORE_OPTION = click.option(
 CONFIG_OPTION = click.option(
     "--config", type=click.Path(dir_okay=False), metavar="FILE",
     help="Ignore file to read [default: rldoctor.toml, else .rldoctor.toml, in the current "
-    "directory]: [[ignore]] entries with code, subject, reason and expires (see README).")
+    "directory]: [[ignore]] entries with code, subject, reason and expires (see docs/commands.md).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
