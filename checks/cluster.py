@@ -162,7 +162,8 @@ def auth_mismatch(snap, params):
     client = (snap.get("cluster") or {}).get("client_auth") or {}
     for node_id, failure in sorted(failed.items()):
         state = snap.state(node_id)  # node_state decides, as for every other reader
-        if (state.state != node_state.AUTH_MISMATCH) if state else failure.get("kind") != "auth":
+        refused = state.state == node_state.AUTH_MISMATCH if state else failure.get("kind") == "auth"
+        if not refused:
             continue
         node = snap.node(node_id) or {}
         mode = client.get("mode", "?")
@@ -406,7 +407,7 @@ def control_plane_slow(snap, params):
     for node_id, ping in sorted((plane.get("raylets") or {}).items()):
         if ping.get("ms") is not None and ping["ms"] > params["raylet_warn_ms"]:
             node = snap.node(node_id) or {}
-            late = bool(node) and node_state.of(snap, node).kind == "late"  # the overview's why
+            late = bool(node) and snap.state(node_id).kind == "late"  # the overview's why
             yield warn(f"node:{node_id}", f"the raylet of {snap.label(node_id)} "
                        f"took {ping['ms']:.0f} ms to answer a ping ({ping.get('rpc')}); a healthy "
                        "raylet answers in milliseconds" + (
