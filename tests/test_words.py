@@ -127,7 +127,7 @@ def test_token_auth_since_2_52(version, has):
 
 
 def test_token_auth_constant_is_the_dashboards_and_the_checks():
-    from rldoctor.checks import security
+    from rldoctor.checks.security import exposure as security
     from rldoctor.dashboard import cluster_info
 
     assert cluster_info.TOKEN_AUTH_FROM is words.TOKEN_AUTH_FROM
@@ -139,7 +139,10 @@ def test_token_auth_constant_is_the_dashboards_and_the_checks():
 
 def test_shared_constants_have_one_home():
     from rldoctor.bundle import gather, stack_targets
-    from rldoctor.checks import _rllib, _rllib_api_usage, network, workers
+    from rldoctor.checks import _rllib
+    from rldoctor.checks.network import links as network
+    from rldoctor.checks.workers import crashes as workers
+    from rldoctor.lint.rules import _rllib_api_usage
     from rldoctor.collect import training as collect_training
     from rldoctor.report import overview, training as report_training
 
