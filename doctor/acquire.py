@@ -15,6 +15,7 @@ import time
 
 from rldoctor.dashboard import is_dashboard_address
 from rldoctor.errors import Undiagnosable
+from rldoctor.words import shorten
 
 
 def chosen_address(address: str | None) -> str | None:
@@ -69,7 +70,7 @@ def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
         return None
     from rldoctor.dashboard import remote
 
-    why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
+    why = refusal.why() if hasattr(refusal, "why") else shorten(refusal, 400)
     try:
         doc = remote.collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
     except Undiagnosable as exc:  # the dashboard is there but could not do it: say both

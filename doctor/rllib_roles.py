@@ -5,9 +5,11 @@ only: the cluster side imports it too (it ships in the dashboard path's package)
 
 from __future__ import annotations
 
+from rldoctor import words
+
 ENV_RUNNER_CLASSES = {"SingleAgentEnvRunner", "MultiAgentEnvRunner", "OfflineSingleAgentEnvRunner",
                       "EnvRunner", "RolloutWorker"}  # RolloutWorker: the old API stack's name
-ALGORITHMS = {"PPO", "APPO", "IMPALA", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3", "IQL", "TQC"}
+ALGORITHMS = frozenset(words.ALGORITHMS)  # the one list (rldoctor.words), shared with lint
 
 
 def rllib_role(class_name: str | None) -> str | None:

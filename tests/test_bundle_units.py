@@ -503,3 +503,25 @@ def test_stack_targets_rllib_first_then_long_calls_then_drivers():
     assert "env runner" in labels[11] and "of t" in labels[11]
     assert "running for 60s" in labels[15] and "driver of job 02" in labels[99]
     assert len(stack_targets(doc, running, jobs, now, limit=2)) == 2
+
+
+def test_a_death_the_checks_call_recent_has_its_log_in_the_bundle():
+    """One "recent death" window (rldoctor.words.RECENT_DEATH_H) for RLD402/RLD403 and for the
+    worker logs the bundle gathers, both counted back from when the snapshot was taken, so a
+    finding about a worker that died 2 h earlier points at a log the bundle holds."""
+    from datetime import datetime
+
+    from rldoctor.cluster import gather
+    from rldoctor.checks.workers import crashes as workers
+    from rldoctor.checks._rllib import age_hours
+
+    doc = json.loads(WORKER_FAULTS.read_text())
+    taken_ms = datetime.fromisoformat(doc["created_at"]).timestamp() * 1000
+    model = doc["workers"]["dead"][0]
+    recent = dict(model, worker_id="r" * 56, end_time_ms=taken_ms - 2 * 3600 * 1000)
+    old = dict(model, worker_id="o" * 56, end_time_ms=taken_ms - 25 * 3600 * 1000)
+    doc["workers"]["dead"] = [recent, old]
+    assert age_hours(recent["end_time_ms"], doc["created_at"]) <= workers.RECENT_HOURS
+    assert age_hours(old["end_time_ms"], doc["created_at"]) > workers.RECENT_HOURS
+    kept = [w["worker_id"] for ws in gather._recent_dead_workers(doc).values() for w in ws]
+    assert kept == [recent["worker_id"]]

@@ -122,7 +122,8 @@ def test_bundle_through_a_dashboard_reads_the_items_then_stops_and_deletes_the_j
     assert by_name["gcs_server.out"]["error"] == "no such log on the node"
     assert manifest["redacted"]["known_values"] >= 3  # the job's count, carried over
     assert "logs, stacks and host facts" not in by_name
-    assert f"({node[:8]}): raylet.out ok" in result.stderr  # progress, item by item
+    # progress, item by item, naming the node as the report does (rldoctor.words.node_label)
+    assert f"node {node[:12]} (127.0.0.10): raylet.out ok" in result.stderr
     calls = [(m, p) for m, p, *_ in server.requests]
     posted = next(json.loads(b) for m, p, _, b in server.requests if m == "POST" and p == "/api/jobs/")
     assert "--bundle-max-bytes 50000000" in posted["entrypoint"]

@@ -17,6 +17,7 @@ the same run are withheld; the detail says how many. Fix the import or drop that
 from __future__ import annotations
 
 from rldoctor.registry import check, fail, warn
+from rldoctor.words import size
 
 _MIB = 2**20
 
@@ -49,7 +50,7 @@ def _what(obj: dict) -> str:
 
 
 def _mib(n: int) -> str:
-    return f"{n / _MIB:.1f} MiB" if n >= _MIB / 10 else f"{n / 1024:.1f} KiB"
+    return size(n)
 
 
 def _category(type_name: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from rldoctor.cluster.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
+from rldoctor.words import first_text_line, shorten
 
 CONNECT_TIMEOUT_S = 10.0
 PREFLIGHT_TIMEOUT_S = 3.0
@@ -74,7 +75,7 @@ def reachable(address: str, timeout_s: float = 3.0) -> None:
 
 
 def _explain_init_error(address: str, exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = first_text_line(exc, 1000, type(exc).__name__)
     name = type(exc).__name__
     if name in ("AuthenticationError", "PermissionError") or "authentication" in text.lower() \
             or "unauthenticated" in text.lower():
@@ -170,7 +171,7 @@ class CannotJoin(Exception):
 
     def why(self) -> str:
         """What kept rldoctor from joining, for the report's notes."""
-        return " ".join(str(self).split())[:400]
+        return shorten(self, 400)
 
     def one_line(self) -> str:
         """The error when the cluster has no dashboard to go through instead."""
@@ -195,7 +196,7 @@ class VersionMismatch(CannotJoin):
 
     def why(self) -> str:
         if not self.cluster.get("ray"):
-            return " ".join(str(self).split())[:400]
+            return shorten(self, 400)
         return (f"{_both(self.cluster, self.here)}; Ray refuses a driver whose versions differ "
                 "from the cluster's")
 

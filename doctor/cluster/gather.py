@@ -25,6 +25,7 @@ from rldoctor.cluster.logs import LogError, LogRoute, LogTimeout
 from rldoctor.bundle.manifest import Item
 from rldoctor.cluster.stack_targets import stack_targets
 from rldoctor.cluster.session import Budget, error_line
+from rldoctor import words
 
 ITEMS_BUDGET_S = 20.0  # everything after the snapshot
 STATE_TIMEOUT_S = 5
@@ -34,7 +35,7 @@ LOG_LINES, LOG_MAX_BYTES = 1000, 256 * 1024
 WORKER_LOG_LINES, WORKER_LOG_MAX_BYTES = 300, 128 * 1024
 NODE_LOGS = ("raylet.out", "raylet.err", "dashboard_agent.log", "runtime_env_agent.log")
 HEAD_LOGS = ("gcs_server.out", "gcs_server.err", "dashboard.log", "monitor.log")
-RECENT_DEATH_S = 3600
+RECENT_DEATH_S = words.RECENT_DEATH_S  # the checks' window (RLD402/RLD403): a finding's log is in the bundle
 DEAD_WORKERS_PER_NODE, DEAD_WORKERS_TOTAL = 4, 16
 TUNE_ROWS, TUNE_MAX_BYTES = 10, 512 * 1024
 MAX_RUNNING_ROWS = 2000  # the oldest calls: the ones that matter
@@ -58,7 +59,7 @@ class Gatherer:
 
     # -- bookkeeping --------------------------------------------------------------------------
     def _where(self, node_id: str | None) -> str:
-        return f"node {self._ips.get(node_id, '?')} ({node_id[:8]})" if node_id else "cluster"
+        return words.node_label(node_id, self._ips.get(node_id)) if node_id else "cluster"
 
     def _done(self, item: Item) -> Item:
         with self._lock:
@@ -335,10 +336,20 @@ def _own_logs(doc: dict, node_id: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and "/" not in n))
 
 
+def _taken_ms(doc: dict) -> float:
+    """When the snapshot was taken (the checks judge "recent" from it), else now."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(doc["created_at"])).timestamp() * 1000
+    except (KeyError, TypeError, ValueError):
+        return time.time() * 1000
+
+
 def _recent_dead_workers(doc: dict) -> dict[str, list[dict]]:
     """The workers that died of a bad exit lately, newest first, a few per node."""
     dead = list((doc.get("workers") or {}).get("dead") or [])
-    now_ms = time.time() * 1000
+    now_ms = _taken_ms(doc)
     dead = [w for w in dead if w.get("worker_id") and w.get("node_id")
             and (now_ms - (w.get("end_time_ms") or 0)) / 1000 <= RECENT_DEATH_S]
     dead.sort(key=lambda w: -(w.get("end_time_ms") or 0))

@@ -15,6 +15,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from rldoctor.words import first_text_line
+
 REQUEST_TIMEOUT_S = 3.0
 _CHUNK = 64 * 1024
 
@@ -98,5 +100,4 @@ class LogRoute:
 
 
 def _first(text: str, limit: int = 200) -> str:
-    text = text.strip()
-    return (text.splitlines()[0] if text else "no detail")[:limit]
+    return first_text_line(text, limit, "no detail")

@@ -21,6 +21,7 @@ import time
 
 from rldoctor.cluster.session import error_line
 from rldoctor.cluster.fleet import ask
+from rldoctor.words import percentile
 
 DEFAULT_ROUNDS = 20
 MAX_PINGS_TOTAL = 2000  # pings per collection; rounds shrink as nodes grow
@@ -35,12 +36,6 @@ RECHECK_PINGS = 8  # per node, interleaved with the peer's
 RECHECK_PULLS = 2
 MAX_RECHECKED_NODES = 8
 RECHECK_BUDGET_S = 4.0  # extra wall time the second look may take in all
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def _store_has_room(object_store: dict | None, node_id: str, object_bytes: int) -> bool:
@@ -244,7 +239,7 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
         entry: dict = {"samples": len(values)}
         if values:
             entry.update(p50_ms=round(statistics.median(values), 3),
-                         p95_ms=round(_percentile(values, 0.95), 3),
+                         p95_ms=round(percentile(values, 95), 3),
                          min_ms=round(min(values), 3),
                          samples_ms=[round(v, 3) for v in values])
         best = min(pulls.get(node_id) or [0])

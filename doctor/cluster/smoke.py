@@ -27,6 +27,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from rldoctor import words
 from rldoctor.errors import Undiagnosable, UsageError, last_line
 
 
@@ -150,14 +151,7 @@ def mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def percentile(values, q: float) -> float | None:
-    """Linear-interpolated percentile (q in 0..100) of the values that are not None."""
-    values = sorted(v for v in values if v is not None)
-    if not values:
-        return None
-    pos = (len(values) - 1) * q / 100.0
-    low, high = int(math.floor(pos)), int(math.ceil(pos))
-    return values[low] + (values[high] - values[low]) * (pos - low)
+percentile = words.percentile  # q in 0..100, interpolated: one implementation for every side
 
 
 def _r(value, digits=3):
@@ -454,7 +448,8 @@ def _main_run(opts: SmokeOptions, nodes: list[dict], clock: Callable[[], float],
         smoke["env_runners"] = [dict(r, node_ip=ips.get(r["node_id"])) for r in where["env_runners"]]
         used = len({r["node_id"] for r in smoke["env_runners"]})
         say(f"env runners on {used} of {len(nodes)} node(s): " + ", ".join(
-            f"#{r['worker_index']}@{r['node_ip'] or r['node_id'][:8]}" for r in smoke["env_runners"]))
+            f"#{r['worker_index']} on {words.node_label(r['node_id'], r['node_ip'])}"
+            for r in smoke["env_runners"]))
         smoke["startup_s"] = clock()
         smoke["stage"] = "training"
         best = None

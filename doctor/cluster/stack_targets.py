@@ -9,8 +9,9 @@ the driver: a bare `algo.train()` loop).
 from __future__ import annotations
 
 from rldoctor.rllib_roles import rllib_role
+from rldoctor import words
 
-LONG_CALL_S = 10.0
+LONG_CALL_S = words.LONG_CALL_S  # when the snapshot records no `training.long_call_s`
 MAX_STACKS = 48
 _ROLE_ORDER = {"algorithm": 0, "learner": 1, "env runner": 2}
 
@@ -28,8 +29,10 @@ def _add(found: dict, node_id, pid, label: str, rank: int) -> None:
 
 
 def stack_targets(doc: dict, running_tasks: list[dict], jobs: list[dict], now_ms: float,
-                  long_call_s: float = LONG_CALL_S, limit: int = MAX_STACKS) -> list[dict]:
+                  long_call_s: float | None = None, limit: int = MAX_STACKS) -> list[dict]:
     """[{"node_id", "pid", "label"}], the RLlib processes first, at most `limit`."""
+    if long_call_s is None:  # the collector's bar, as the snapshot records it
+        long_call_s = (doc.get("training") or {}).get("long_call_s") or LONG_CALL_S
     found: dict = {}
     rllib_jobs, algorithm_jobs = set(), set()
     for actor in (doc.get("actors") or {}).get("items") or []:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rldoctor.cluster.session import Unavailable, error_line
 from rldoctor.cluster.cluster_facts import state_api_address
+from rldoctor import words
 
 MAX_ROWS = 10_000
 METRICS_TIMEOUT_S = 2.0
@@ -39,7 +40,7 @@ _SAMPLE = re.compile(r'^' + STEPS_METRIC + r'\{(?P<labels>[^}]*)\}\s+(?P<value>\
 _WORKER_LABEL = re.compile(r'WorkerId="([0-9a-f]+)"')
 # A call that has run this long gets a closer look (peers' history, a stack); the check
 # (RLD605) decides, with its own floor, whether it is hung.
-LONG_CALL_S = 10.0
+LONG_CALL_S = words.LONG_CALL_S  # written into the snapshot as `training.long_call_s`
 MAX_CLOSER_LOOKS = 8
 PEER_HISTORY_ROWS = 200
 MAX_PEERS_LOOKED_AT = 4

@@ -16,6 +16,7 @@ import base64
 from rldoctor.bundle.manifest import Item
 from rldoctor.job.bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
 from rldoctor.job.main import unframe
+from rldoctor.words import node_label
 
 ITEMS_TIME_S = 20.0 + 10.0  # the Gatherer's own budget for items, plus redaction and printing
 
@@ -57,8 +58,7 @@ class JobItems:
         for entry in sent.get("items") or []:
             item = decode_item(entry)
             self.items.append(item)
-            where = (f"node {ips.get(item.node_id, '?')} ({item.node_id[:8]})"
-                     if item.node_id else "cluster")
+            where = node_label(item.node_id, ips.get(item.node_id)) if item.node_id else "cluster"
             state = "ok" if item.status == "ok" else f"FAILED: {item.error}"
             took = f" in {item.duration_s:.2f}s" if item.duration_s is not None else ""
             self.progress(f"{where}: {item.name} {state}{took}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rldoctor import words
 from rldoctor.errors import Undiagnosable
 from rldoctor.metric_numbers import json_number
 
@@ -33,9 +34,7 @@ MAX_POINTS = 2000
 MAX_TRIALS = 200
 _CONFIG_START = '"config": {'
 # What a check may judge on; everything else in a row is left unread.
-LEARNER_HEALTH = ("total_loss", "policy_loss", "vf_loss", "mean_kl_loss", "entropy",
-                  "vf_loss_unclipped", "gradients_default_optimizer_global_norm",
-                  "default_optimizer_learning_rate", "curr_kl_coeff")
+LEARNER_HEALTH = words.LEARNER_HEALTH
 SETTINGS = ("env", "lr", "train_batch_size_per_learner", "train_batch_size", "minibatch_size",
             "num_epochs", "num_env_runners", "num_envs_per_env_runner", "num_learners",
             "rollout_fragment_length", "gamma", "lambda", "entropy_coeff", "clip_param",

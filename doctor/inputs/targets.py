@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rldoctor.errors import UsageError, last_line
+from rldoctor.errors import UsageError, first_line, last_line
 
 SECTION = "targets"
 MAX_DEPTH = 8  # how deep the search for the unpicklable member goes
@@ -161,8 +161,7 @@ def _dumps(obj: Any) -> tuple[bytes | None, str | None]:
     except RecursionError:
         return None, "RecursionError: maximum recursion depth exceeded while pickling"
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        return None, f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+        return None, first_line(exc, 1000)
 
 
 def _short_repr(obj: Any, limit: int = 120) -> str:

@@ -103,6 +103,7 @@ def encode_item(item) -> dict:
 def send_items(gatherer, doc: dict, max_bytes: int) -> None:
     """Print the redacted, fitted items framed; one failure line instead when that fails."""
     from rldoctor.job.main import frame
+    from rldoctor.words import first_line
 
     try:
         redacted = _redact(gatherer, doc)
@@ -110,8 +111,7 @@ def send_items(gatherer, doc: dict, max_bytes: int) -> None:
         text = frame({"ran": gatherer.ran, "redacted": redacted,
                       "items": [encode_item(i) for i in gatherer.items]}, ITEMS_BEGIN, ITEMS_END)
     except Exception as exc:
-        detail = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        print(f"{ITEMS_FAILED}{type(exc).__name__}: {detail}", flush=True)
+        print(f"{ITEMS_FAILED}{first_line(exc, 300)}", flush=True)
         return
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

@@ -128,8 +128,9 @@ def redacted_text(doc: dict) -> str:
 
 
 def _failure_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0][:400] if str(exc).strip() else ""
-    line = f"{FAILED}{type(exc).__name__}: {text}"
+    from rldoctor.words import first_line
+
+    line = f"{FAILED}{first_line(exc, 400)}"
     try:
         from rldoctor.redact import redact
 

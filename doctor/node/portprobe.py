@@ -11,6 +11,7 @@ from __future__ import annotations
 
 # Module-level, so they travel by value with this module's functions (probes is by value too).
 from rldoctor.node.probes import _cmdline, _flags, _raylet_above
+from rldoctor.words import first_line
 
 MAX_OPEN_SOCKETS = 256  # connects in flight at once on one node (file descriptors are finite)
 LISTEN_BACKLOG = 128
@@ -193,8 +194,7 @@ def listen_on(node_id: str, hold_s: float, timeout_s: float) -> dict:
             ray.cancel(ref, force=True)
         except Exception:
             pass
-        first = str(exc).splitlines()[0][:160] if str(exc) else ""
-        return {"error": f"{type(exc).__name__}: {first}"}
+        return {"error": first_line(exc, 160)}
 
 
 def register() -> None:
@@ -203,4 +203,7 @@ def register() -> None:
 
     import ray.cloudpickle
 
+    from rldoctor import words
+
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    words.register()  # first_line travels with this module's functions

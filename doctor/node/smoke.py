@@ -8,7 +8,7 @@ runners land on different nodes. The learner runs in this actor (num_learners=0)
 
 This module is shipped to the cluster by value (see `register`): nodes need
 nothing of rldoctor installed. At module level it imports only the standard library
-and rldoctor.metric_numbers (standard library only, shipped by value with it); ray,
+and rldoctor.metric_numbers and rldoctor.words (standard library only, shipped by value with it); ray,
 RLlib, torch and gymnasium are imported inside the methods, on the node. It must not
 import any other part of rldoctor.
 """
@@ -19,6 +19,7 @@ import os
 import time
 
 from rldoctor.metric_numbers import finite
+from rldoctor.words import last_line
 
 
 def trim_result(result: dict) -> dict:
@@ -175,8 +176,7 @@ class SmokeTrainer:
             finally:
                 restored.stop()
         except Exception as exc:
-            lines = str(exc).strip().splitlines()
-            out["error"] = f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:500]
+            out["error"] = last_line(exc, 500)
         finally:
             shutil.rmtree(path, ignore_errors=True)
         return out
@@ -187,7 +187,7 @@ class SmokeTrainer:
             self.algo = None
 
 
-BY_VALUE = (__name__, "rldoctor.metric_numbers")
+BY_VALUE = (__name__, "rldoctor.metric_numbers", "rldoctor.words")
 
 
 def register() -> None:

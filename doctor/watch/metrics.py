@@ -1,6 +1,6 @@
 """What `rldoctor watch` serves on /metrics, in the Prometheus text format.
 
-The names are a contract (DESIGN.md). Every scrape shows the latest round only: a
+The names are a contract (docs/architecture.md). Every scrape shows the latest round only: a
 finding that is gone has no series at all (never a 0 left behind), and series exist
 only for findings' subjects, checks and trainings, never one per node or actor of a
 healthy cluster. Built with prometheus_client (it comes with ray[default]); imports no ray.

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from rldoctor.redact import redact
+from rldoctor.words import shorten
 
 MESSAGE_LIMIT = 500
 
@@ -65,8 +66,7 @@ def _event(kind: str, f: Open, stamp: str) -> dict:
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT - 4] + " ..."
+    return shorten(text, MESSAGE_LIMIT)
 
 
 class TransitionLog:
