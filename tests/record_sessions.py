@@ -14,8 +14,8 @@ fixtures/sessions/<name>.expected.json, written by hand after reading the sessio
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -34,6 +34,7 @@ SESSIONS = HERE.parent / "fixtures" / "sessions"
 PPO_JOB = HERE / "ppo_job.py"
 KEEP_HEAD, KEEP_TAIL = 30, 60  # lines kept at each end of a trimmed file
 MAX_LINE = 4000
+KEEP_WHOLE = 24 * 1024  # files this small are kept whole
 
 
 def per_node_temp_dirs(specs: list[NodeSpec], cluster: LocalCluster) -> None:
@@ -140,35 +141,31 @@ def _not_logs(directory: str, names: list[str]) -> list[str]:
 
 
 def trim(raw: Path, out: Path) -> None:
-    """Copy `raw` to `out`, each file cut to its first and last lines and the wanted ones."""
+    """Copy `raw` to `out`: the files the log reader reads (and the session's port files,
+    which name its node), each cut to its first and last lines and the lines it looks for."""
+    from rldoctor.logdir.files import classify
     from rldoctor.logdir.lines import wanted
 
     if out.exists():
         shutil.rmtree(out)
     for path in sorted(p for p in raw.rglob("*") if p.is_file()):
         rel = path.relative_to(raw)
-        if rel.parts[-2:-1] == ("logs",) and path.suffix not in (".out", ".err", ".log", ".txt",
-                                                                  ".json") and path.name != "":
-            continue
-        if not _worth_keeping(rel):
+        in_logs = "logs" in rel.parts
+        if in_logs and classify(path.name) is None:
+            continue  # dashboard, agents, monitor, export events: not read
+        if not in_logs and not (re.search(r"_port_[0-9a-f]{56}$", path.name)
+                                or path.name in ("node_ip_address.json", "ports_by_node.json")):
             continue
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        lines = path.read_bytes().decode("utf-8", "replace").splitlines()
+        data = path.read_bytes()
+        if len(data) <= KEEP_WHOLE:
+            target.write_bytes(data)
+            continue
+        lines = data.decode("utf-8", "replace").splitlines()
         kept = [line[:MAX_LINE] for n, line in enumerate(lines)
                 if n < KEEP_HEAD or n >= len(lines) - KEEP_TAIL or wanted(line)]
         target.write_text("\n".join(kept) + ("\n" if kept else ""))
-
-
-def _worth_keeping(rel: Path) -> bool:
-    name = rel.name
-    if "logs" not in rel.parts:
-        return name in ("usage_stats.json",)
-    dropped = ("dashboard", "monitor", "log_monitor", "runtime_env_agent", "debug_state",
-               "agent-", "ray_client_server", "events/event_EXPORT", "export_events")
-    text = "/".join(rel.parts)
-    return not any(part in text for part in dropped) or name.endswith((".err",)) and \
-        "dashboard" not in name and "agent" not in name
 
 
 def size_of(path: Path) -> int:

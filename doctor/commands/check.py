@@ -7,6 +7,8 @@ exit code. Usage errors (unknown codes, a bad --set) raise UsageError before any
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from rldoctor.errors import UsageError
@@ -66,8 +68,23 @@ def validate_params(params: dict, registry) -> None:
             raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str | None) -> float | None:
+    """--since DURATION (90s, 30m, 24h, 7d, 2w; a bare number is seconds) in seconds."""
+    if text is None:
+        return None
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(text).lower())
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"--since {text!r}: expected a duration such as 30m, 24h or 7d")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
 def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=(), runs=(), ignores=(), config=None) -> int:
+           params=None, targets=(), runs=(), ignores=(), config=None, since_s=None) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.diagnose import diagnose
     from rldoctor.report.render import RENDERERS
@@ -90,7 +107,12 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
         from rldoctor.collect.runs import read_runs
 
         results = read_runs(list(runs))
-    if from_file:
+    if from_file and os.path.isdir(from_file):  # the logs a cluster left: read, never written
+        from rldoctor.logdir import read_logs
+
+        snap = snapshots.validate(read_logs(from_file, window_s=since_s), str(from_file))
+        source = dict(snap.get("source") or {})
+    elif from_file:
         snap = snapshots.load(from_file)
         source = {"kind": "snapshot", "file": str(from_file),
                   "created_at": snap.get("created_at", ""),

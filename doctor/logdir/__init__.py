@@ -58,13 +58,14 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
     facts, sessions = read_facts(top, budget, redactor)
     window = DEFAULT_WINDOW_S if window_s is None else float(window_s)
     now_s = facts.latest_ms / 1000.0 if facts.latest_ms else time.time()
-    doc = new_document({"kind": "logs", "path": top,
+    doc = new_document({"kind": "logs", "path": top, "file": top,
                         "sessions": [os.path.relpath(s.root, top) if s.root != top else "."
                                      for s in sessions],
                         "read_at": _iso(None)})
     doc["created_at"] = _iso(facts.latest_ms or None)  # the cluster's last moment in its logs
+    doc["source"]["created_at"] = doc["created_at"]
     version = sorted(facts.versions)[-1] if facts.versions else None
-    nodes = _nodes(facts)
+    nodes = _nodes(facts, top)
     dead_workers = _dead_workers(facts)
     doc["nodes"] = nodes
     doc["actors"] = _actors(facts, {n["node_id"]: n for n in nodes}, dead_workers)
@@ -137,7 +138,7 @@ def _notes(facts: Facts, sessions, version, doc) -> list[str]:
     return notes
 
 
-def _nodes(facts: Facts) -> list[dict]:
+def _nodes(facts: Facts, top: str) -> list[dict]:
     out = []
     for node_id, n in facts.nodes.items():
         if not re.fullmatch(r"[0-9a-f]{56}", node_id or ""):
@@ -153,7 +154,7 @@ def _nodes(facts: Facts) -> list[dict]:
             "labels": {}, "resources_total": resources, "resources_available": {},
             "metrics_export_port": None, "ports": {},
             "start_time": n.get("start_time"), "end_time": n.get("end_time") if dead else None,
-            "logs": n.get("session") is not None,
+            "log_dir": os.path.relpath(n["session"], top) if n.get("session") else None,
         })
         if n.get("shutdown") and not dead:
             out[-1]["shutdown"] = n["shutdown"]  # the raylet said it was stopped, at the end
@@ -212,7 +213,7 @@ def _after_job(actor: dict, node: dict | None, job_end: float) -> dict:
 def _actors(facts: Facts, nodes: dict, dead_workers: dict) -> dict:
     items = []
     for aid, a in facts.actors.items():
-        wid = a.get("worker_id")
+        wid = a.get("worker_id") or a.get("running_worker_id")
         if wid is None:  # never failed: the worker that runs it, from its files
             wid = next((w for w, x in facts.worker_actor.items() if x == aid), None)
         node_id = a.get("node_id") or a.get("leased_node_id")
@@ -328,7 +329,8 @@ def _jobs(facts: Facts, window: float, now_s: float, version, budget, dead_worke
     in_window.sort(key=lambda j: -(j["end_time"] or j["start_time"] or now_s))
     failed = [j for j in in_window if j["status"] == "FAILED"][:MAX_FAILED_JOBS]
     for job in failed:
-        job["worker_logs"] = _worker_logs(facts, job, budget, dead_workers, actor_items)
+        named = (facts.submissions.get(job["submission_id"]) or {}).get("actor_ids_in_log") or []
+        job["worker_logs"] = _worker_logs(facts, job, budget, dead_workers, actor_items, named)
     for j in in_window:
         if j not in failed:
             j["driver_log_tail"] = []
@@ -338,11 +340,15 @@ def _jobs(facts: Facts, window: float, now_s: float, version, budget, dead_worke
             "notes": notes, "jobs": in_window[:limit]}
 
 
-def _worker_logs(facts: Facts, job: dict, budget, dead_workers: dict, actor_items) -> list[dict]:
+def _worker_logs(facts: Facts, job: dict, budget, dead_workers: dict, actor_items,
+                 named=()) -> list[dict]:
+    """The workers of the job's chain: its dead workers, its actors that died with their
+    node, and the actors its driver's traceback names (a task error from a live runner)."""
     job_id = job.get("job_id")
     if not job_id:
         return []
     by_worker = {a["worker_id"]: a for a in actor_items if a.get("worker_id")}
+    by_actor = {a["actor_id"]: a for a in actor_items}
     chosen = [w for w in dead_workers.values() if w.get("job_id") == job_id]
     chosen += [dead_workers[a["worker_id"]] for a in actor_items
                if a.get("job_id") == job_id and a.get("worker_id") in dead_workers
@@ -351,6 +357,13 @@ def _worker_logs(facts: Facts, job: dict, budget, dead_workers: dict, actor_item
         if a.get("job_id") == job_id and a.get("state") == "DEAD" and a.get("worker_id") and \
                 a["worker_id"] not in dead_workers and \
                 (a.get("death_cause") or {}).get("reason") != "OUT_OF_SCOPE":
+            chosen.append({"worker_id": a["worker_id"], "pid": a.get("pid"),
+                           "node_id": a.get("node_id"), "end_time_ms": None})
+    seen = {w["worker_id"] for w in chosen}
+    for aid in named:
+        a = by_actor.get(aid) or {}
+        if a.get("worker_id") and a["worker_id"] not in seen and a.get("job_id") == job_id:
+            seen.add(a["worker_id"])
             chosen.append({"worker_id": a["worker_id"], "pid": a.get("pid"),
                            "node_id": a.get("node_id"), "end_time_ms": None})
     chosen.sort(key=lambda w: w.get("end_time_ms") or 0)

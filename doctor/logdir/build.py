@@ -28,7 +28,7 @@ import time
 from datetime import datetime, timezone
 
 from rldoctor.logdir import files as F
-from rldoctor.logdir.lines import Line, parse
+from rldoctor.logdir.lines import GCS_TEXTS, RAYLET_TEXTS, parse
 
 WORKER_TAIL_LINES = 200
 WORKER_TAIL_BYTES = 64 * 1024
@@ -55,6 +55,12 @@ LIVE_ONLY = {
 NOT_FROM_LOGS = "not in a cluster's logs: {why}; give --address for a live cluster"
 
 _REGISTER_NODE = re.compile(r"Registering new node\. node_id=(\w+) node_name=(\S+) node_address=(\S+)")
+_REGISTER_NODE_240 = re.compile(r"Registering node info, address = (\S+), node name = (\S+) node_id=(\w+)")
+_HEAD_240 = re.compile(r"is_head_node = 1 node_id=(\w+)")
+_REGISTER_JOB_240 = re.compile(r"Adding job, job id = (\w+), driver pid = (\d+)")
+_JOB_FINISHED_240 = re.compile(r"Finished marking job state, job id = (\w+)")
+_CREATING_ON_240 = re.compile(r"Start creating actor (\w+) on worker (\w+) at node (\w+), job id = (\w+)")
+_LEASING_240 = re.compile(r"Start leasing worker from node (\w+) for actor (\w+), job id = (\w+)")
 _NODE_DEAD_HEALTH = re.compile(r"Node is dead because the health check failed\. node_id=(\w+)")
 _DEATH_REASON = re.compile(r"death reason = (\w+), death message = (.*?)(?: node_id=(\w+))?"
                            r"(?: node_name=\S+)?$")
@@ -85,17 +91,11 @@ _SUPERVISOR_STOP = re.compile(r"Job (\S+) has been terminated gracefully")
 _ENTRYPOINT = re.compile(r"Running entrypoint for job (\S+): (.*)")
 _JOB_EVENT = re.compile(r"Completed a ray job (\S+) with a status (\w+)\.(?: (.*))?", re.DOTALL)
 _JOB_STARTED = re.compile(r"Started a ray job (\S+)\.")
-_ACTOR_IN_TEXT = re.compile(r"actor_id[:=] ?([0-9a-f]{32})")
+_ACTOR_IN_TEXT = re.compile(r"(?:actor_id[:=] ?|The actor )([0-9a-f]{32})")
 _GRACEFUL = re.compile(r"Raylet graceful shutdown triggered with death info: (.*)")
 
-GCS_MARKERS = tuple(m.encode() for m in (
-    "Registering new node", "Node is dead because", "death reason = ", "Removing node",
-    "has been marked dead", "Reporting worker exit", "Actor is failed on worker",
-    "Finished leasing worker from", "Registering job", "Marking job as finished",
-    "ray_version=", "Registering actor", "GCS server received SIGTERM"))
-RAYLET_MARKERS = tuple(m.encode() for m in (
-    "Setting node ID", "Initializing NodeManager", "InitialConfigResources",
-    "Started worker process", "Killing ", "Raylet graceful shutdown", "ray_version="))
+GCS_MARKERS = tuple(m.encode() for m in GCS_TEXTS)
+RAYLET_MARKERS = tuple(m.encode() for m in RAYLET_TEXTS)
 
 
 class Facts:
@@ -174,6 +174,17 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
                          "start_time": _seconds(line.ts_ms)})
             node.setdefault("order", len(facts.nodes))
             continue
+        m = _REGISTER_NODE_240.search(text)
+        if m:
+            node = facts.node(m.group(3))
+            node.update({"node_name": m.group(2), "ip": m.group(1),
+                         "start_time": _seconds(line.ts_ms)})
+            node.setdefault("order", len(facts.nodes))
+            continue
+        m = _HEAD_240.search(text)
+        if m:
+            facts.node(m.group(1))["is_head"] = True
+            continue
         m = _NODE_DEAD_HEALTH.search(text)
         if m:
             node = facts.node(m.group(1))
@@ -238,17 +249,36 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
             actor["leased_node_id"] = m.group(1)
             actor.setdefault("start_time", _seconds(line.ts_ms))
             continue
-        m = _REGISTER_JOB.search(text)
+        m = _CREATING_ON_240.search(text)
+        if m:
+            aid, wid, nid, job = m.groups()
+            actor = facts.actors.setdefault(aid, {"actor_id": aid})
+            actor.setdefault("job_id", job)
+            actor["leased_node_id"] = nid
+            actor["running_worker_id"] = wid
+            actor.setdefault("start_time", _seconds(line.ts_ms))
+            facts.worker_actor.setdefault(wid, aid)
+            continue
+        m = _LEASING_240.search(text)
+        if m:
+            actor = facts.actors.setdefault(m.group(2), {"actor_id": m.group(2)})
+            actor.setdefault("job_id", m.group(3))
+            actor["leased_node_id"] = m.group(1)
+            actor.setdefault("start_time", _seconds(line.ts_ms))
+            continue
+        m = _REGISTER_JOB.search(text) or _REGISTER_JOB_240.search(text)
         if m:
             facts.jobs_registered[m.group(1)] = {"job_id": m.group(1), "driver_pid": int(m.group(2)),
                                                  "start_ms": line.ts_ms}
             continue
-        m = _JOB_FINISHED.search(text)
+        m = _JOB_FINISHED.search(text) or _JOB_FINISHED_240.search(text)
         if m:
             facts.jobs_registered.setdefault(m.group(1), {"job_id": m.group(1)})["end_ms"] = line.ts_ms
 
 
 def _parse_resources(body: str) -> dict:
+    """`{CPU: 1, memory: 2.3e+10, node:10.0.0.1: 1}`; older raylets print fixed-point
+    values (x10000: `CPU: 10000`), told by the node:<ip> resource, which is always 1."""
     out = {}
     for item in body.split(", "):
         key, sep, value = item.rpartition(": ")
@@ -258,6 +288,10 @@ def _parse_resources(body: str) -> dict:
             out[key.strip()] = float(value)
         except ValueError:
             continue
+    scale = next((v for k, v in out.items() if k.startswith("node:") and k != "node:__internal_head__"
+                  and v > 1), None)
+    if scale:
+        out = {k: round(v / scale, 4) for k, v in out.items()}
     return out
 
 

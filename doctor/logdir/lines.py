@@ -78,6 +78,18 @@ def parse(raw: str) -> Line:
     return Line(raw)
 
 
+# The lines of gcs_server.out and raylet.out the reader parses (rldoctor.logdir.build).
+GCS_TEXTS = (
+    "Registering new node", "Node is dead because", "death reason = ", "Removing node",
+    "has been marked dead", "Reporting worker exit", "Actor is failed on worker",
+    "Finished leasing worker from", "Registering job", "Marking job as finished",
+    "Registering node info", "is_head_node = 1", "Adding job, job id", "Finished marking job state",
+    "Start creating actor", "Start leasing worker from node",
+    "ray_version=", "Registering actor", "GCS server received SIGTERM")
+RAYLET_TEXTS = (
+    "Setting node ID", "Initializing NodeManager", "InitialConfigResources",
+    "Started worker process", "Killing ", "Raylet graceful shutdown", "ray_version=")
+
 # What the reader looks for, by the text Ray writes (never by file:line: that moves every
 # release). A line holding none of these is skipped without being parsed.
 MARKERS = (
@@ -102,7 +114,7 @@ MARKERS = (
     "Traceback (most recent call last)", "Worker exception caught during", "Error", "Exception",
     ":actor_name:", ":job_id:", ":task_name:", "Creating actor", "Fatal Python error",
     "taking actor", "Exiting because",
-)
+) + GCS_TEXTS + RAYLET_TEXTS
 
 
 def wanted(raw: str) -> bool:
