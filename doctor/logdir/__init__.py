@@ -59,8 +59,7 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
     window = DEFAULT_WINDOW_S if window_s is None else float(window_s)
     now_s = facts.latest_ms / 1000.0 if facts.latest_ms else time.time()
     doc = new_document({"kind": "logs", "path": top, "file": top,
-                        "sessions": [os.path.relpath(s.root, top) if s.root != top else "."
-                                     for s in sessions],
+                        "sessions": [F.rel_root(s.root, top) for s in sessions],
                         "read_at": _iso(None)})
     doc["created_at"] = _iso(facts.latest_ms or None)  # the cluster's last moment in its logs
     doc["source"]["created_at"] = doc["created_at"]
@@ -154,7 +153,7 @@ def _nodes(facts: Facts, top: str) -> list[dict]:
             "labels": {}, "resources_total": resources, "resources_available": {},
             "metrics_export_port": None, "ports": {},
             "start_time": n.get("start_time"), "end_time": n.get("end_time") if dead else None,
-            "log_dir": os.path.relpath(n["session"], top) if n.get("session") else None,
+            "log_dir": F.rel_root(n["session"], top) if n.get("session") else None,
         })
         if n.get("shutdown") and not dead:
             out[-1]["shutdown"] = n["shutdown"]  # the raylet said it was stopped, at the end
@@ -360,12 +359,17 @@ def _worker_logs(facts: Facts, job: dict, budget, dead_workers: dict, actor_item
             chosen.append({"worker_id": a["worker_id"], "pid": a.get("pid"),
                            "node_id": a.get("node_id"), "end_time_ms": None})
     seen = {w["worker_id"] for w in chosen}
+    named_only = []
     for aid in named:
         a = by_actor.get(aid) or {}
-        if a.get("worker_id") and a["worker_id"] not in seen and a.get("job_id") == job_id:
+        if a.get("job_id") != job_id:
+            continue
+        if a.get("worker_id") and a["worker_id"] not in seen:
             seen.add(a["worker_id"])
             chosen.append({"worker_id": a["worker_id"], "pid": a.get("pid"),
                            "node_id": a.get("node_id"), "end_time_ms": None})
+        elif not a.get("worker_id"):  # its worker is unknown: its node's logs are missing
+            named_only.append(a)
     chosen.sort(key=lambda w: w.get("end_time_ms") or 0)
     out = []
     for w in chosen[:MAX_WORKERS_PER_JOB]:
@@ -376,6 +380,11 @@ def _worker_logs(facts: Facts, job: dict, budget, dead_workers: dict, actor_item
                     "actor_id": actor.get("actor_id"),
                     "class_name": actor.get("class_name") or facts.worker_class.get(wid),
                     "file": file, "lines": lines, "note": note})
+    for a in named_only[:max(0, MAX_WORKERS_PER_JOB - len(out))]:
+        out.append({"worker_id": None, "pid": a.get("pid"), "node_id": a.get("node_id"),
+                    "actor_id": a["actor_id"], "class_name": a.get("class_name"), "file": None,
+                    "lines": [], "note": "no log of this worker in the directory (its node's "
+                                         "logs are missing)"})
     return out
 
 

@@ -295,9 +295,10 @@ def _parse_resources(body: str) -> dict:
     return out
 
 
-def _raylet(facts: Facts, lines: list[str], session) -> str | None:
-    """The facts of one raylet file; returns the node id it declares."""
-    node_id = None
+def _raylet(facts: Facts, lines: list[str], session, default: str | None = None) -> str | None:
+    """The facts of one raylet file; returns the node id it declares. A rotated file that
+    does not say which node it is gets `default` (the session's only node, when known)."""
+    node_id = default
     for raw in lines:
         line = parse(raw)
         text = line.text
@@ -504,7 +505,8 @@ def read_facts(path: str, budget: F.Budget | None = None, redactor=None) -> tupl
             _note_problem(facts, log, done)
             if done.problem:
                 continue
-            node_id = _raylet(facts, F.marked_lines(done, RAYLET_MARKERS), session) or None
+            node_id = _raylet(facts, F.marked_lines(done, RAYLET_MARKERS), session,
+                              session_node) or None
             declared.append(node_id)
         known = [n for n in declared if n] or ([session_node] if session_node else [])
         if len(set(known)) == 1:

@@ -64,8 +64,8 @@ class LogItems:
 
         for session in sessions:  # the raylet's own node, as read_logs recorded it
             out[session.root] = next((n["node_id"] for n in doc.get("nodes") or []
-                                      if n.get("log_dir") == os.path.relpath(session.root,
-                                                                            directory)), None) \
+                                      if n.get("log_dir") == F.rel_root(session.root,
+                                                                        directory)), None) \
                 or _session_node_id(session)
         return out
 
@@ -74,7 +74,9 @@ class LogItems:
         item = Item("log", os.path.basename(log.path), node_id=node_id, file=file,
                     details=dict(details or {}, source=log.rel))
         done = F.read(log, F.Budget(max_bytes + 1, max_bytes), tail_bytes=max_bytes, head_bytes=0)
-        if done.problem and done.problem != "empty":
+        if done.problem == "empty":
+            return  # an empty .err or events file says nothing
+        if done.problem:
             self.items.append(item.fail(f"{log.rel}: {done.problem}"))
             return
         data = done.tail or done.head

@@ -61,6 +61,13 @@ class Session:
     files: list[LogFile] = field(default_factory=list)
 
 
+def rel_root(root: str, top: str) -> str:
+    """A session directory as the report names it: below DIR, or "." for DIR itself (and
+    for the session around DIR when DIR is its logs/)."""
+    rel = os.path.relpath(root, top)
+    return "." if rel.startswith("..") else rel
+
+
 def classify(name: str) -> tuple[str, dict] | None:
     for kind, pattern in _KINDS:
         m = pattern.match(name)
