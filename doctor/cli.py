@@ -89,10 +89,15 @@ def main() -> None:
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")
+@click.option("--verbose", is_flag=True, help="Table and Markdown: list every check, not only "
+              "those that are not OK.")
+@click.option("--since", default=None, metavar="DURATION",
+              help="How far back ended jobs and incident events count (RLD405, the timeline), "
+              "e.g. 30m, 2h, 1d [default: 24h].")
 @IGNORE_OPTION
 @CONFIG_OPTION
 def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          zone_label, settings, targets, runs, ignores, config):
+          zone_label, settings, verbose, since, targets, runs, ignores, config):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
 
     The report opens with the cluster: one row per node (state, CPUs, object store,
@@ -106,9 +111,13 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     try:
         from rldoctor.commands.check import check_params, run_check
 
+        from rldoctor.commands.check import parse_duration
+
         code = run_check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
                          timeout, check_timeout, check_params(settings, zone_label),
-                         targets=targets, runs=runs, ignores=ignores, config=config)
+                         targets=targets, runs=runs, ignores=ignores, config=config,
+                         since_s=parse_duration(since, "--since") if since else None,
+                         verbose=verbose)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
