@@ -66,10 +66,6 @@ def main() -> None:
               "live cluster; or DIR, the logs a cluster left: a Ray session directory "
               "(session_* or its logs/), or a folder holding several nodes' session "
               "directories (read only, never written).")
-@click.option("--since", "since", default=None, metavar="DURATION",
-              help="Report the jobs and trainings that ended within this window, e.g. 30m, "
-              "24h, 7d [default: 24h]. From logs (--from DIR) it counts back from the logs' "
-              "last line.")
 @click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
               help="Check that an env class, env creator, callbacks class, AlgorithmConfig or "
               "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "
@@ -96,10 +92,16 @@ def main() -> None:
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")
+@click.option("--verbose", is_flag=True, help="Table and Markdown: list every check, not only "
+              "those that are not OK.")
+@click.option("--since", default=None, metavar="DURATION",
+              help="How far back ended jobs and incident events count (RLD405, the timeline), "
+              "e.g. 30m, 2h, 1d [default: 24h]. From logs (--from DIR) it counts back from "
+              "the logs' last line.")
 @IGNORE_OPTION
 @CONFIG_OPTION
-def check(address, from_file, since, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          zone_label, settings, targets, runs, ignores, config):
+def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
+          zone_label, settings, verbose, since, targets, runs, ignores, config):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
 
     The report opens with the cluster: one row per node (state, CPUs, object store,
@@ -115,12 +117,13 @@ def check(address, from_file, since, only, skip, fmt, output, fail_on, timeout, 
     them; checks that need a live cluster are skipped.
     """
     try:
-        from rldoctor.commands.check import check_params, parse_since, run_check
+        from rldoctor.commands.check import check_params, parse_duration, run_check
 
         code = run_check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
                          timeout, check_timeout, check_params(settings, zone_label),
                          targets=targets, runs=runs, ignores=ignores, config=config,
-                         since_s=parse_since(since))
+                         since_s=parse_duration(since, "--since") if since else None,
+                         verbose=verbose)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:

@@ -11,7 +11,8 @@ from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks
 
 
 def diagnose(snap, source: dict, checks=None, params: dict | None = None,
-             timeout_s: float = DEFAULT_CHECK_TIMEOUT_S, registry=None) -> Report:
+             timeout_s: float = DEFAULT_CHECK_TIMEOUT_S, registry=None,
+             window_s: float | None = None) -> Report:
     """Run `checks` (default: every registered check) over `snap` and build the Report.
 
     When the snapshot came from an incident bundle, findings point at its logs and stacks.
@@ -33,6 +34,10 @@ def diagnose(snap, source: dict, checks=None, params: dict | None = None,
 
         zone_label = ((params or {}).get("RLD203") or {}).get("zone_label")
         report.cluster = build(snap, report.findings, zone_label)
+    if any(snap.has(s) for s in ("jobs", "nodes", "actors", "workers", "events")):
+        from rldoctor.report.timeline import build as timeline
+
+        report.timeline = timeline(snap, window_s)
     from rldoctor.report.skipped import fold
 
     report.folded_skips = fold(results, selected, snap)

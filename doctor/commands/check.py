@@ -55,6 +55,18 @@ def check_params(settings: tuple[str, ...], zone_label: str | None) -> dict:
 
 
 ZONE_CHECKS = ("RLD201", "RLD202", "RLD203")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str = "--since") -> float:
+    """`30m`, `2h`, `1d`, `90s` (or plain seconds) -> seconds; anything else is a usage error."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text or "").lower())
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"{option} {text!r}: expected a duration such as 30m, 2h or 1d "
+                         "(a number with s, m, h or d)")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
 
 
 def validate_params(params: dict, registry) -> None:
@@ -68,23 +80,9 @@ def validate_params(params: dict, registry) -> None:
             raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
 
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_since(text: str | None) -> float | None:
-    """--since DURATION (90s, 30m, 24h, 7d, 2w; a bare number is seconds) in seconds."""
-    if text is None:
-        return None
-    import re
-
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(text).lower())
-    if not m or float(m.group(1)) <= 0:
-        raise UsageError(f"--since {text!r}: expected a duration such as 30m, 24h or 7d")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
-
-
 def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=(), runs=(), ignores=(), config=None, since_s=None) -> int:
+           params=None, targets=(), runs=(), ignores=(), config=None, since_s=None,
+              verbose=False) -> int:
     from rldoctor.registry import load_registry
     from rldoctor.diagnose import diagnose
     from rldoctor.report.render import RENDERERS
@@ -96,6 +94,9 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     validate_codes("--only", only, registry)
     validate_codes("--skip", skip, registry)
     validate_params(params or {}, registry)
+    if since_s is not None:
+        params = dict(params or {})
+        params["RLD405"] = {**params.get("RLD405", {}), "window_s": since_s}
     selected = registry.select(only, skip)
     from rldoctor import muting
 
@@ -127,8 +128,8 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     else:
         from rldoctor.dashboard.remote import take_snapshot
 
-        snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False),
-                                  "live cluster")
+        snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False,
+                                                window_s=since_s), "live cluster")
         source = dict(snap.get("source") or {})
     if specs:
         from rldoctor.collect.targets import add_targets
@@ -137,7 +138,8 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     if results is not None:
         snap.data["runs"] = results
         snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
-    report = diagnose(snap, source, selected, params, check_timeout, registry)
+    report = diagnose(snap, source, selected, params, check_timeout, registry, window_s=since_s)
+    report.verbose = verbose
     muting.apply(report, mutes, mute_notes)
     write_text(RENDERERS[fmt](report), output)
     if output:

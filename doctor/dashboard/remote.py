@@ -18,11 +18,18 @@ def chosen_address(address: str | None) -> str | None:
     return address or os.environ.get("RAY_ADDRESS") or None
 
 
-def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=()) -> dict:
+def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=(),
+                  window_s: float | None = None) -> dict:
+    """`window_s` (check --since): how far back ended jobs count; Ray's default 24 h if None."""
     wanted = chosen_address(address)
     if is_dashboard_address(wanted):
-        return collect_through_dashboard(wanted, timeout_s, extras=extras)
+        return collect_through_dashboard(wanted, timeout_s, extras=extras, window_s=window_s)
     from rldoctor.collect import collect_snapshot
+
+    if window_s is not None:
+        from rldoctor.collect import jobs
+
+        jobs.set_window(window_s)
 
     return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
                             on_refused=after_refusal)
@@ -36,7 +43,8 @@ def open_dashboard(address: str) -> Dashboard:
                      timeout_s=REQUEST_TIMEOUT_S)
 
 
-def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict:
+def collect_through_dashboard(address: str, timeout_s: float, extras=(),
+                              window_s: float | None = None) -> dict:
     """The snapshot, taken by a job inside the cluster. An extra with `through_job` (the
     bundle's rldoctor.dashboard.bundle.JobItems) adds its options to the job and reads
     the job's output itself; the GCS path's extras (called with Ray objects) do not apply."""
@@ -52,6 +60,8 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
     shipped = time.monotonic()
     riders = [e for e in extras if hasattr(e, "through_job")][:1]
     with CollectorJob(dash, pkg, timeout_s) as job:
+        if window_s is not None:
+            job.extra_args += f" --since-s {float(window_s):g}"
         for rider in riders:
             job.extra_args += rider.job_args()
         job.submit()
