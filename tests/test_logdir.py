@@ -29,6 +29,31 @@ SESSIONS = FIXTURES / "sessions"
 NAMES = sorted(p.name for p in SESSIONS.iterdir() if p.is_dir())
 
 
+class _Ran:
+    def __init__(self, code, stdout, stderr):
+        self.code, self.stdout, self.stderr = code, stdout, stderr
+
+    def json(self):
+        return json.loads(self.stdout)
+
+    def findings(self, code=None):
+        return [f for f in self.json()["findings"] if code is None or f["code"] == code]
+
+    def __repr__(self):
+        return f"<exit {self.code}\n{self.stdout[-3000:]}\n{self.stderr[-2000:]}>"
+
+
+def cli(*args: str) -> _Ran:
+    """The CLI in this process (no interpreter start per call); only for runs that end with
+    a report, since a usage error leaves through os._exit (those go through run_rldoctor)."""
+    from click.testing import CliRunner
+
+    from rldoctor.cli import main
+
+    done = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return _Ran(done.exit_code, done.stdout, done.stderr)
+
+
 def expected(name: str) -> dict:
     return json.loads((SESSIONS / f"{name}.expected.json").read_text())
 
@@ -148,7 +173,7 @@ def test_a_secret_in_a_worker_err_line_never_reaches_the_report_or_the_bundle(tm
     source = SESSIONS / "env-raises"
     assert any(secret in p.read_text(errors="replace") for p in source.rglob("worker-*.err"))
     for fmt in ("json", "table", "markdown"):
-        out = run_rldoctor("check", "--from", str(source), "--format", fmt)
+        out = cli("check", "--from", str(source), "--format", fmt)
         assert out.code in (0, 1), out
         assert secret not in out.stdout + out.stderr
     bundle = tmp_path / "b.tar.gz"
@@ -160,16 +185,16 @@ def test_a_secret_in_a_worker_err_line_never_reaches_the_report_or_the_bundle(tm
     assert all(secret not in t for t in texts)
     assert any("warehouse_api_key=***redacted***" in t for t in texts)  # the line itself is kept
     snap = tmp_path / "s.json"
-    assert run_rldoctor("collect", "--output", str(snap), "--from", str(source)).code == 0
+    assert cli("collect", "--output", str(snap), "--from", str(source)).code == 0
     assert secret not in snap.read_text()
 
 
 def test_nothing_is_written_into_the_directory(tmp_path):
     directory = copy_of("node-killed", tmp_path)
     before = tree_hash(directory)
-    assert run_rldoctor("check", "--from", str(directory)).code == 1
-    assert run_rldoctor("check", "--from", str(directory / "node0"), "--format", "json").code == 1
-    assert run_rldoctor("collect", "--output", str(tmp_path / "s.json"), "--from",
+    assert cli("check", "--from", str(directory)).code == 1
+    assert cli("check", "--from", str(directory / "node0"), "--format", "json").code == 1
+    assert cli("collect", "--output", str(tmp_path / "s.json"), "--from",
                         str(directory)).code == 0
     assert run_rldoctor("collect", "--bundle", str(tmp_path / "b.tar.gz"), "--from",
                         str(directory)).code == 0
@@ -178,17 +203,17 @@ def test_nothing_is_written_into_the_directory(tmp_path):
 
 def test_bundle_and_snapshot_made_from_logs_read_back_with_the_same_findings(tmp_path):
     source = SESSIONS / "node-killed"
-    direct = run_rldoctor("check", "--from", str(source), "--format", "json")
+    direct = cli("check", "--from", str(source), "--format", "json")
     bundle, snap = tmp_path / "b.tar.gz", tmp_path / "s.json"
     assert run_rldoctor("collect", "--bundle", str(bundle), "--from", str(source)).code == 0
-    assert run_rldoctor("collect", "--output", str(snap), "--from", str(source)).code == 0
+    assert cli("collect", "--output", str(snap), "--from", str(source)).code == 0
     with tarfile.open(bundle) as tar:
         names = tar.getnames()
     assert any(n.endswith("/logs/gcs_server.out") for n in names)
     assert any(n.endswith("/logs/job-driver-pm-node-killed.log") for n in names)
     assert any("/logs/workers/worker-" in n and "-26682.err" in n for n in names), names
     for path in (bundle, snap):
-        back = run_rldoctor("check", "--from", str(path), "--format", "json")
+        back = cli("check", "--from", str(path), "--format", "json")
         assert back.code == direct.code == 1
         assert [(f["code"], f["subject"]) for f in back.findings()] == \
             [(f["code"], f["subject"]) for f in direct.findings()]
@@ -229,7 +254,7 @@ def test_garbage_empty_half_written_and_binary_files_are_noted_never_an_error(tm
     unreadable = logs / "events" / "event_GCS.log"
     unreadable.chmod(0)
     try:
-        out = run_rldoctor("check", "--from", str(directory), "--format", "json")
+        out = cli("check", "--from", str(directory), "--format", "json")
     finally:
         unreadable.chmod(0o644)
     assert out.code in (0, 1), out
@@ -243,7 +268,7 @@ def test_garbage_empty_half_written_and_binary_files_are_noted_never_an_error(tm
         assert "event_GCS.log: unreadable" in notes
     jobs = {j["submission_id"] for j in read_logs(str(directory))["jobs"]["jobs"]}
     assert "pm-env-raises" in jobs and "garbage" in jobs  # a driver log of garbage: a job, no crash
-    table = run_rldoctor("check", "--from", str(directory))
+    table = cli("check", "--from", str(directory))
     assert "not read whole" in table.stdout
 
 
@@ -260,7 +285,7 @@ def test_a_session_of_another_ray_version_is_read_and_says_so(tmp_path):
 def test_a_node_whose_logs_are_missing_is_named_and_the_rest_is_read(tmp_path):
     directory = copy_of("node-killed", tmp_path)
     shutil.rmtree(directory / "node2")  # the killed node's pod is gone with its logs
-    out = run_rldoctor("check", "--from", str(directory), "--format", "json")
+    out = cli("check", "--from", str(directory), "--format", "json")
     assert out.code == 1, out
     assert [f["subject"] for f in out.findings("RLD101")] == [
         "node:6d98ee7dc5105165041e0c4079ab03fd0beddbd01db731d0b1bc969c"]
@@ -342,11 +367,11 @@ def test_since_bounds_the_jobs_counted_back_from_the_logs_end(tmp_path):
     assert [j["submission_id"] for j in read_logs(str(directory))["jobs"]["jobs"]] == ["pm-env-raises"]
     doc = read_logs(str(directory), window_s=3600)
     assert doc["jobs"]["jobs"] == [] and "ended more than 3600s" in doc["jobs"]["notes"][0]
-    out = run_rldoctor("check", "--from", str(directory), "--since", "1h", "--format", "json")
+    out = cli("check", "--from", str(directory), "--since", "1h", "--format", "json")
     assert out.code in (0, 1), out
     bad = run_rldoctor("check", "--from", source, "--since", "yesterday")
     assert bad.code == 2 and "--since 'yesterday'" in bad.stderr, bad
-    ok = run_rldoctor("check", "--from", source, "--since", "30m", "--format", "json")
+    ok = cli("check", "--from", source, "--since", "30m", "--format", "json")
     assert ok.code in (0, 1) and ok.json()["source"]["kind"] == "logs"
 
 
@@ -368,3 +393,43 @@ def test_a_folder_of_several_nodes_is_found_at_any_depth_up_to_four(tmp_path):
     sessions = F.find_sessions(str(tmp_path / "volume"))
     assert len(sessions) == 3
     assert len(read_logs(str(tmp_path / "volume"))["nodes"]) == 3
+
+
+# -- RLD405 from logs: the same chain as on the live cluster ------------------------------------
+
+def _rld405(name: str, tmp_path=None) -> dict:
+    out = cli("check", "--from", str(SESSIONS / name), "--format", "json")
+    assert out.code == 1, out
+    found = out.findings("RLD405")
+    assert len(found) == 1, out
+    return found[0]
+
+
+def test_rld405_from_logs_names_the_users_exception_its_frame_and_the_runner():
+    finding = _rld405("env-raises")
+    assert finding["subject"] == "job:pm-env-raises"
+    message = finding["message"]
+    for part in ("RuntimeError: warehouse sensor 7 returned garbage", "ppo_job.py:78 in read_the_sensor",
+                 "SingleAgentEnvRunner", "pid 18829", "127.0.0.12"):
+        assert part in message, (part, message)
+    evidence = finding["evidence"]
+    assert evidence["root_cause"] == "user_error" and evidence["job_id"] == "02000000"
+    assert evidence["worker"]["node_id"].startswith("82f5a2bf")
+    assert "system error" not in message
+
+
+def test_rld405_from_logs_ties_the_failed_job_to_the_killed_node():
+    finding = _rld405("node-killed")
+    assert finding["subject"] == "job:pm-node-killed"
+    assert "node 6d98ee7dc510 (127.0.0.12) died" in finding["message"]
+    assert "UNEXPECTED_TERMINATION" in finding["message"]
+    assert finding["evidence"]["node"]["node_id"] == "6d98ee7dc5105165041e0c4079ab03fd0beddbd01db731d0b1bc969c"
+    assert "temporarily" not in finding["message"]  # Ray's word for a runner whose node is dead
+
+
+def test_rld405_from_a_ray_240_session_names_the_job_the_runner_and_its_node():
+    finding = _rld405("ray240-env-raises")
+    worker = finding["evidence"]["worker"]
+    assert finding["evidence"]["job_id"] == "02000000"
+    assert (worker["class_name"], worker["pid"], worker["ip"]) == ("SingleAgentEnvRunner", 3749,
+                                                                    "127.0.0.12")

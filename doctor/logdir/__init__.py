@@ -224,8 +224,11 @@ def _actors(facts: Facts, nodes: dict, dead_workers: dict) -> dict:
         state = a.get("state") or "ALIVE"
         cause = _death_cause(a, worker, nodes.get(node_id)) if state == "DEAD" else None
         job = facts.jobs_registered.get(a.get("job_id") or "") or {}
+        end_time = a.get("end_time")
         if state == "ALIVE" and job.get("end_ms"):  # its job ended: so did the actor
             state, cause = "DEAD", _after_job(a, nodes.get(node_id), job["end_ms"] / 1000.0)
+            end_time = ((nodes.get(node_id) or {}).get("end_time") if cause["reason"] == "NODE_DIED"
+                        else None) or job["end_ms"] / 1000.0
         items.append({
             "actor_id": aid, "class_name": class_name, "name": "",
             "state": state, "node_id": node_id, "pid": pid,
@@ -234,7 +237,7 @@ def _actors(facts: Facts, nodes: dict, dead_workers: dict) -> dict:
             "num_restarts": int(a.get("num_restarts") or 0),
             "num_restarts_due_to_node_preemption": 0,
             "death_cause": cause,
-            "required_resources": {}, "worker_id": wid, "end_time": a.get("end_time"),
+            "required_resources": {}, "worker_id": wid, "end_time": end_time,
             "start_time": a.get("start_time"),
         })
         if len(a.get("incarnations") or []) > 1:
