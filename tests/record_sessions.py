@@ -193,13 +193,17 @@ def env_raises(cluster: LocalCluster) -> None:
                     "--fail-fast", "--iterations", "200")
 
 
-def node_killed(cluster: LocalCluster) -> None:
-    submit(cluster, "pm-node-killed", "--runners", "2", "--fail-fast", "--iterations", "400",
+def node_killed(cluster: LocalCluster, submission_id: str = "pm-node-killed",
+                after_iterations: int = 2) -> None:
+    """The PPO job with fault tolerance off; once it trained `after_iterations`, every process
+    of node 2 (an env runner's node) is killed with SIGKILL; waits for the job's end and the
+    GCS marking the node dead."""
+    submit(cluster, submission_id, "--runners", "2", "--fail-fast", "--iterations", "400",
            "--step-ms", "2")
-    wait_for(lambda: driver_printed(cluster, "pm-node-killed", "=> iteration 2"), 240,
-             "iteration 2 of the job")
+    wait_for(lambda: driver_printed(cluster, submission_id, f"=> iteration {after_iterations}"),
+             240, f"iteration {after_iterations} of the job")
     cluster.kill_node(2, signal.SIGKILL)
-    wait_for(lambda: job_ended(cluster, "pm-node-killed"), 240, "the end of job pm-node-killed")
+    wait_for(lambda: job_ended(cluster, submission_id), 240, f"the end of job {submission_id}")
     wait_for(lambda: "Node is dead because" in _text(head_logs(cluster) / "gcs_server.out")
              or "death reason" in _text(head_logs(cluster) / "gcs_server.out"), 90,
              "the GCS marking node 2 dead")

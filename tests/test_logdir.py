@@ -433,3 +433,12 @@ def test_rld405_from_a_ray_240_session_names_the_job_the_runner_and_its_node():
     assert finding["evidence"]["job_id"] == "02000000"
     assert (worker["class_name"], worker["pid"], worker["ip"]) == ("SingleAgentEnvRunner", 3749,
                                                                     "127.0.0.12")
+
+
+def test_the_table_says_once_which_figures_logs_cannot_give():
+    out = cli("check", "--from", str(SESSIONS / "node-killed"))
+    assert out.code == 1, out
+    assert ("not in a cluster's logs (shown as -): hosts, network, object_store, versions; "
+            "give --address for a live cluster") in out.stdout
+    assert "check(s) need a live cluster: give --address (this report is read from logs)" in out.stdout
+    assert out.stdout.startswith("rldoctor report for logs ")
