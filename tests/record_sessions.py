@@ -54,10 +54,13 @@ def node_temp_dirs(cluster: LocalCluster) -> list[Path]:
 
 
 def make_cluster(bin_dir=None, own_temp_dirs: bool = True, nodes: int = 3,
-                 token_auth: bool = True) -> LocalCluster:
+                 token_auth: bool = True, node_env: dict | None = None) -> LocalCluster:
+    """`node_env`: {node index: extra environment of that node's `ray start`}."""
     # The head holds no CPU: the env runners land on the worker nodes, the driver and
     # the job supervisor (0 CPU) on the head.
     specs = [NodeSpec(num_cpus=0)] + [NodeSpec(num_cpus=1) for _ in range(nodes - 1)]
+    for index, env in (node_env or {}).items():
+        specs[index].env.update(env)
     cluster = LocalCluster(specs, bin_dir=bin_dir, token_auth=token_auth)
     if own_temp_dirs:
         per_node_temp_dirs(specs, cluster)
@@ -209,6 +212,13 @@ def node_killed(cluster: LocalCluster, submission_id: str = "pm-node-killed",
              "the GCS marking node 2 dead")
 
 
+def oom_killed(cluster: LocalCluster) -> None:
+    """Node 2 runs with RAY_memory_usage_threshold=0.02: Ray's memory monitor kills the env
+    runner there as soon as it works; fault tolerance is off, so the job fails."""
+    run_failing_job(cluster, "pm-oom-killed", "--runners", "2", "--fail-fast",
+                    "--iterations", "200")
+
+
 def record_env_raises() -> None:
     _record("env-raises", make_cluster(), env_raises)
 
@@ -225,7 +235,13 @@ def record_ray240_env_raises() -> None:
     _record("ray240-env-raises", cluster, env_raises)
 
 
+def record_oom_killed() -> None:
+    _record("oom-killed", make_cluster(node_env={2: {"RAY_memory_usage_threshold": "0.02"}}),
+            oom_killed)
+
+
 SCENARIOS = {"env-raises": record_env_raises, "node-killed": record_node_killed,
+             "oom-killed": record_oom_killed,
              "ray240-env-raises": record_ray240_env_raises}
 
 if __name__ == "__main__":

@@ -442,3 +442,14 @@ def test_the_table_says_once_which_figures_logs_cannot_give():
             "give --address for a live cluster") in out.stdout
     assert "check(s) need a live cluster: give --address (this report is read from logs)" in out.stdout
     assert out.stdout.startswith("rldoctor report for logs ")
+
+
+def test_a_raylet_that_crashed_leaves_its_last_words_on_its_node(tmp_path):
+    directory = copy_of("node-killed", tmp_path)
+    err = next((directory / "node2").iterdir()) / "logs" / "raylet.err"
+    err.write_text("[2026-12-03 08:06:58,001 E 26001 26001] (raylet) logging.cc:469: *** SIGSEGV "
+                   "received at time=1796285218 on cpu 1 ***\n"
+                   "[2026-12-03 08:06:58,001 E 26001 26001] (raylet) logging.cc:469: PC: @ 0x5 (unknown)\n")
+    node = next(n for n in read_logs(str(directory))["nodes"] if not n["alive"])
+    assert "*** SIGSEGV received" in node["raylet_crash"]
+    assert all("raylet_crash" not in n for n in read_logs(str(SESSIONS / "node-killed"))["nodes"])

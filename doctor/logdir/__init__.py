@@ -157,6 +157,8 @@ def _nodes(facts: Facts, top: str) -> list[dict]:
         })
         if n.get("shutdown") and not dead:
             out[-1]["shutdown"] = n["shutdown"]  # the raylet said it was stopped, at the end
+        if n.get("raylet_crash"):
+            out[-1]["raylet_crash"] = n["raylet_crash"]  # its raylet.err: a signal, a check
     out.sort(key=lambda node: (not node["is_head"], not node["alive"], node["node_id"]))
     return out
 

@@ -96,6 +96,8 @@ _GRACEFUL = re.compile(r"Raylet graceful shutdown triggered with death info: (.*
 
 GCS_MARKERS = tuple(m.encode() for m in GCS_TEXTS)
 RAYLET_MARKERS = tuple(m.encode() for m in RAYLET_TEXTS)
+# A raylet's own death in its .err: a signal, a failed check, a fatal timeout.
+CRASH_MARKERS = (b"*** SIG", b"Check failed", b"[Timeout] Exiting because", b"The raylet exited")
 
 
 class Facts:
@@ -495,11 +497,13 @@ def read_facts(path: str, budget: F.Budget | None = None, redactor=None) -> tupl
             by_kind.setdefault(log.kind, []).append(log)
         if by_kind.get("gcs"):
             facts.gcs_sessions.append(session)
-        declared = []
+        declared, errs = [], []
         for log in sorted(by_kind.get("raylet", []), key=lambda f: f.rel):
-            if not log.rel.endswith(".out") and ".out." not in log.rel:
+            if not log.rel.endswith(".out") and ".out." not in log.rel:  # raylet.err
                 done = F.read(log, budget, tail_bytes=256 * 1024)
                 _note_problem(facts, log, done)
+                if not done.problem:
+                    errs.append((log, F.marked_lines(done, CRASH_MARKERS)))
                 continue
             done = F.read(log, budget)
             _note_problem(facts, log, done)
@@ -512,10 +516,13 @@ def read_facts(path: str, budget: F.Budget | None = None, redactor=None) -> tupl
         if len(set(known)) == 1:
             facts.node(known[0]).setdefault("session", session.root)
             session_node = known[0]
+            for log, lines in errs:  # a crashed raylet's last words: its node's
+                if lines:
+                    facts.node(session_node)["raylet_crash"] = facts.text(lines[0], 500)
         for log in by_kind.get("gcs", []):
             done = F.read(log, budget)
             _note_problem(facts, log, done)
-            if not done.problem and log.rel.endswith((".out",)) or ".out." in log.rel:
+            if not done.problem and (log.rel.endswith(".out") or ".out." in log.rel):
                 _gcs(facts, F.marked_lines(done, GCS_MARKERS))
             if by_kind.get("gcs") and session_node:
                 facts.head_node = facts.head_node or session_node
