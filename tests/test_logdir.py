@@ -46,11 +46,17 @@ class _Ran:
 def cli(*args: str) -> _Ran:
     """The CLI in this process (no interpreter start per call); only for runs that end with
     a report, since a usage error leaves through os._exit (those go through run_rldoctor)."""
+    from unittest import mock
+
     from click.testing import CliRunner
 
-    from rldoctor.cli import main
+    from rldoctor import cli as the_cli
 
-    done = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    def leave(code):  # the CLI leaves through os._exit once ray is imported (other tests do)
+        raise SystemExit(code)
+
+    with mock.patch.object(the_cli, "_exit", leave):
+        done = CliRunner().invoke(the_cli.main, list(args), catch_exceptions=False)
     return _Ran(done.exit_code, done.stdout, done.stderr)
 
 
@@ -453,3 +459,21 @@ def test_a_raylet_that_crashed_leaves_its_last_words_on_its_node(tmp_path):
     node = next(n for n in read_logs(str(directory))["nodes"] if not n["alive"])
     assert "*** SIGSEGV received" in node["raylet_crash"]
     assert all("raylet_crash" not in n for n in read_logs(str(SESSIONS / "node-killed"))["nodes"])
+
+
+def test_the_memory_monitors_kill_is_read_from_its_lines_across_raylet_and_gcs():
+    doc = read_logs(str(SESSIONS / "oom-killed"))
+    worker = doc["workers"]["dead"][0]
+    assert worker["exit_type"] == "NODE_OUT_OF_MEMORY"
+    assert "OOM kill reason: Memory usage" in worker["exit_detail"]  # the line after the GCS's
+    kill = doc["workers"]["oom_tasks"][0]
+    assert (kill["worker_pid"], kill["name"]) == (20976, "SingleAgentEnvRunner.__init__")
+    runner = next(a for a in doc["actors"]["items"] if a["pid"] == 20976)
+    assert runner["class_name"] == "SingleAgentEnvRunner"  # named by the kill: it died in __init__
+    assert runner["death_cause"]["kind"] == "oom_context"
+    assert any(e["label"] == "Out of Memory" for e in doc["events"]["items"])
+    out = cli("check", "--from", str(SESSIONS / "oom-killed"), "--format", "json")
+    oom = out.findings("RLD402")[0]
+    assert "kill threshold of 2% (Ray's kill message)" in oom["message"]
+    job = out.findings("RLD405")[0]
+    assert "memory monitor killed SingleAgentEnvRunner" in job["message"] and "pid 20976" in job["message"]

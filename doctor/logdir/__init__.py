@@ -26,7 +26,7 @@ KNOWN_RAY = ((2, 40), (2, 60))  # the releases whose log lines the reader knows
 _DEATH_CONTEXTS = {"ActorDiedErrorContext": "actor_died_error_context",
                    "CreationTaskFailureContext": "creation_task_failure_context",
                    "RuntimeEnvFailedContext": "runtime_env_failed_context",
-                   "OomContext": "oom_context",
+                   "OomContext": "oom_context", "OOMContext": "oom_context",
                    "ActorUnschedulableContext": "actor_unschedulable_context"}
 
 
@@ -182,8 +182,9 @@ def _death_cause(actor: dict, worker: dict | None, node: dict | None) -> dict | 
     if not context:
         return None
     kind = _DEATH_CONTEXTS.get(context, context)
-    if kind != "actor_died_error_context":
-        return {"kind": kind, "reason": None, "message": "", "never_started": False}
+    if kind != "actor_died_error_context":  # Ray's message for these is the worker's exit detail
+        return {"kind": kind, "reason": None, "never_started": False,
+                "message": (worker or {}).get("exit_detail") or ""}
     if node and not node.get("alive") and (not worker or (node.get("end_time") or 0) <=
                                            (actor.get("end_time") or 0) + 60):
         message = (f"The actor died because its node has died. Node Id: {node['node_id']} "
@@ -222,6 +223,11 @@ def _actors(facts: Facts, nodes: dict, dead_workers: dict) -> dict:
         class_name = facts.worker_class.get(wid) if wid else None
         for inc in a.get("incarnations") or []:
             class_name = class_name or facts.worker_class.get(inc["worker_id"])
+        if class_name is None:  # killed before it said: the memory monitor named its task
+            task = next((k.get("task_name") for k in facts.oom if k.get("worker_id") == wid
+                         and k.get("task_name")), None)
+            if task and task.endswith(".__init__"):
+                class_name = task[:-len(".__init__")]
         worker = dead_workers.get(wid) if wid else None
         state = a.get("state") or "ALIVE"
         cause = _death_cause(a, worker, nodes.get(node_id)) if state == "DEAD" else None
@@ -251,8 +257,8 @@ def _actors(facts: Facts, nodes: dict, dead_workers: dict) -> dict:
 
 
 def _oom_tasks(facts: Facts) -> list[dict]:
-    return [{"task_id": None, "name": None, "func_or_class_name": None,
-             "node_id": k.get("node_id"), "worker_pid": k.get("pid"), "actor_id": None,
+    return [{"task_id": None, "name": k.get("task_name"), "func_or_class_name": None,
+             "node_id": k.get("node_id"), "worker_pid": k.get("pid"), "actor_id": k.get("actor_id"),
              "error_message": k.get("line"),
              "end_time_ms": int(k["time"] * 1000) if k.get("time") else None}
             for k in facts.oom]

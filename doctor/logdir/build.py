@@ -161,10 +161,16 @@ def _note_problem(facts: Facts, log: F.LogFile, done: F.Read) -> None:
 # -- per kind of file -------------------------------------------------------------------------
 
 def _gcs(facts: Facts, lines: list[str]) -> None:
+    last_exit = None  # a multi-line exit detail goes on, unprefixed, after its line
     for raw in lines:
         line = parse(raw)
         text = line.text
         facts.saw(line.ts_ms)
+        if line.ts_ms is None:
+            if last_exit is not None and text.startswith(("OOM kill reason:", "Selected to kill:")):
+                last_exit["exit_detail"] = facts.text(last_exit["exit_detail"] + " " + text, 2000)
+            continue
+        last_exit = None
         if "ray_version=" in text:
             m = _VERSION.search(text)
             if m:
@@ -224,10 +230,10 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
         m = _WORKER_EXIT.search(text)
         if m:
             wid, nid, ip, exit_type, detail = m.groups()
-            facts.workers[wid] = {"worker_id": wid, "worker_type": "WORKER", "exit_type": exit_type,
-                                  "exit_detail": facts.text(" ".join(detail.split()), 2000),
-                                  "node_id": nid, "ip": ip, "pid": None,
-                                  "end_time_ms": line.ts_ms, "job_id": None, "start_time_ms": None}
+            facts.workers[wid] = last_exit = {
+                "worker_id": wid, "worker_type": "WORKER", "exit_type": exit_type,
+                "exit_detail": facts.text(" ".join(detail.split()), 2000), "node_id": nid, "ip": ip,
+                "pid": None, "end_time_ms": line.ts_ms, "job_id": None, "start_time_ms": None}
             continue
         m = _ACTOR_FAILED.search(text)
         if m:
@@ -301,6 +307,7 @@ def _raylet(facts: Facts, lines: list[str], session, default: str | None = None)
     """The facts of one raylet file; returns the node id it declares. A rotated file that
     does not say which node it is gets `default` (the session's only node, when known)."""
     node_id = default
+    pending = None  # a memory monitor kill whose victims are on the next lines
     for raw in lines:
         line = parse(raw)
         text = line.text
@@ -330,12 +337,22 @@ def _raylet(facts: Facts, lines: list[str], session, default: str | None = None)
             facts.pids[m.group(2)] = (int(m.group(1)), node_id)
             continue
         m = _OOM_260.search(text)
-        if m:
-            for pick in _OOM_PICK.finditer(m.group(2)):
-                facts.oom.append({"pid": int(pick.group(1)), "used_gb": float(pick.group(2)),
-                                  "worker_id": pick.group(3), "node_id": node_id,
-                                  "time": _seconds(line.ts_ms),
-                                  "line": facts.text(text, 2000)})
+        if m:  # the kill's details follow on lines of their own, without a prefix
+            pending = {"node_id": node_id, "time": _seconds(line.ts_ms), "line": text,
+                       "count": int(m.group(1))}
+            picks = list(_OOM_PICK.finditer(m.group(2)))
+            for pick in picks:
+                _oom_kill(facts, pending, pick)
+            if picks:
+                pending = None
+            continue
+        if pending is not None and line.ts_ms is None:
+            if text.startswith("OOM kill reason:"):
+                pending["line"] += "; " + text
+            elif text.startswith("Selected to kill:"):
+                for pick in _OOM_PICK.finditer(text):
+                    _oom_kill(facts, pending, pick, text)
+                pending = None
             continue
         m = _OOM_240.search(text)
         if m:
@@ -350,6 +367,18 @@ def _raylet(facts: Facts, lines: list[str], session, default: str | None = None)
             facts.node(node_id)["shutdown"] = {"time": _seconds(line.ts_ms),
                                                "death_info": facts.text(m.group(1), 300)}
     return node_id
+
+
+def _oom_kill(facts: Facts, pending: dict, pick, selected: str = "") -> None:
+    task = re.search(r"task name=([^,]+)", selected)
+    job = re.search(r"job ID=(\w+)", selected)
+    actor = re.search(r"\(Actor\((\w+)\)", selected)
+    facts.oom.append({"pid": int(pick.group(1)), "used_gb": float(pick.group(2)),
+                      "worker_id": pick.group(3), "node_id": pending["node_id"],
+                      "time": pending["time"], "task_name": task.group(1) if task else None,
+                      "job_id": job.group(1) if job else None,
+                      "actor_id": actor.group(1) if actor else None,
+                      "line": facts.text(pending["line"] + ("; " + selected if selected else ""), 2000)})
 
 
 def _event_rows(facts: Facts, lines: list[str], node_hint: str | None) -> None:

@@ -85,10 +85,12 @@ GCS_TEXTS = (
     "Finished leasing worker from", "Registering job", "Marking job as finished",
     "Registering node info", "is_head_node = 1", "Adding job, job id", "Finished marking job state",
     "Start creating actor", "Start leasing worker from node",
-    "ray_version=", "Registering actor", "GCS server received SIGTERM")
+    "ray_version=", "Registering actor", "GCS server received SIGTERM",
+    "OOM kill reason:", "Selected to kill:")
 RAYLET_TEXTS = (
     "Setting node ID", "Initializing NodeManager", "InitialConfigResources",
-    "Started worker process", "Killing ", "Raylet graceful shutdown", "ray_version=")
+    "Started worker process", "Killing ", "Raylet graceful shutdown", "ray_version=",
+    "OOM kill reason:", "Selected to kill:")
 
 # What the reader looks for, by the text Ray writes (never by file:line: that moves every
 # release). A line holding none of these is skipped without being parsed.
