@@ -7,8 +7,9 @@ ignore_env_runner_failures=False): one failure anywhere ends the job.
 
 - `--raise-runner I`: env runner I's env raises RuntimeError("warehouse sensor 7 returned
   garbage: ...") in `step()` after a few steps (the user's own bug);
-- `--env-module`: the env class comes from the module `warehouse_env` (tests/warehouse_env.py,
-  importable only where it is on PYTHONPATH), pickled by reference as a user's package is;
+- `--env-module`: the env class comes from the module `warehouse_env` (WAREHOUSE_MODULE, written
+  by a test into a directory it puts on some nodes' PYTHONPATH only: a package installed on some
+  hosts), pickled by reference as a user's package is;
 - `--mark FILE`: each env appends "<worker index> <node id> <pid>" to FILE when it is made, so a
   test knows where each runner ran.
 Prints `=> iteration N` after each iteration (flushed). The driver runs with Ray's defaults
@@ -25,6 +26,14 @@ import time
 import gymnasium as gym
 
 SENSOR_ERROR = "warehouse sensor 7 returned garbage: reading=-1.0e308"
+# The user's env as a package of its own (never next to this script: Ray puts the driver's
+# script directory on every worker's sys.path).
+WAREHOUSE_MODULE = """from failed_training import WarehouseCartPole
+
+
+class WarehouseEnv(WarehouseCartPole):
+    pass
+"""
 
 
 class WarehouseCartPole(gym.Env):
