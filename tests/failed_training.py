@@ -28,11 +28,20 @@ import gymnasium as gym
 SENSOR_ERROR = "warehouse sensor 7 returned garbage: reading=-1.0e308"
 # The user's env as a package of its own (never next to this script: Ray puts the driver's
 # script directory on every worker's sys.path).
-WAREHOUSE_MODULE = """from failed_training import WarehouseCartPole
+WAREHOUSE_MODULE = """import gymnasium as gym
 
 
-class WarehouseEnv(WarehouseCartPole):
-    pass
+class WarehouseEnv(gym.Env):
+    def __init__(self, config):
+        self.inner = gym.make("CartPole-v1")
+        self.observation_space = self.inner.observation_space
+        self.action_space = self.inner.action_space
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return self.inner.step(action)
 """
 
 

@@ -43,8 +43,8 @@ RAY = str(Path(sys.executable).parent / "ray")
 def cluster(tmp_path_factory):
     site = tmp_path_factory.mktemp("site")  # the user's package, installed on two hosts only
     (site / "warehouse_env.py").write_text(WAREHOUSE_MODULE)
-    specs = [NodeSpec(num_cpus=1, env={"PYTHONPATH": f"{site}:{TESTS}"}),
-             NodeSpec(num_cpus=1, env={"PYTHONPATH": f"{site}:{TESTS}"}),
+    specs = [NodeSpec(num_cpus=1, env={"PYTHONPATH": str(site)}),
+             NodeSpec(num_cpus=1, env={"PYTHONPATH": str(site)}),
              NodeSpec(num_cpus=1)]
     with LocalCluster(specs) as c:
         c.marks = tmp_path_factory.mktemp("marks")
