@@ -241,14 +241,45 @@ def failed_jobs(data: dict, window_s: float | None = None) -> list[dict]:
     facts = _Facts(data)
     chains = []
     for job in jobs:
-        if job.get("status") != FAILED:
+        hand_run = job.get("status") != FAILED and training_died_under(job, facts.actors)
+        if job.get("status") != FAILED and not hand_run:
             continue
         end = _epoch(job.get("end_time"))
         if now is not None and end is not None and end < now - window:
             continue
-        chains.append(chain_of(job, facts, data))
+        chain = chain_of(job, facts, data)
+        if hand_run:
+            chain["job"]["status"] = "FAILED"
+            chain["job"]["status_recorded"] = job.get("status")
+            chain["not_recorded"].append(
+                "Ray records every driver run by hand (not `ray job submit`) as SUCCEEDED when it "
+                "ends, with no exit code: the failure is told by its RLlib actors' deaths")
+        chains.append(chain)
     chains.sort(key=lambda c: -(c["job"].get("end_time") or 0))
     return chains
+
+
+RLLIB_ACTOR = re.compile(r"EnvRunner|Learner|_WrappedExecutable|^(PPO|APPO|IMPALA|DQN|SAC|BC|MARWIL|CQL)$")
+_QUIET = ("OWNER_DIED", "RAY_KILL", "OUT_OF_SCOPE", "REF_DELETED")
+
+
+def training_died_under(job: dict, actors: list[dict]) -> bool:
+    """A driver run by hand (Ray calls it SUCCEEDED once it ends) whose RLlib actors died of
+    something else than their owner's end or ray.kill: a training that failed."""
+    if job.get("type") != "DRIVER" or job.get("status") != "SUCCEEDED" or not job.get("job_id"):
+        return False
+    for a in actors:
+        if a.get("job_id") != job["job_id"] or a.get("state") != "DEAD":
+            continue
+        if not RLLIB_ACTOR.search(a.get("class_name") or ""):
+            continue
+        cause = a.get("death_cause") or {}
+        if cause.get("reason") in _QUIET:
+            continue
+        if "INTENDED" in (cause.get("message") or "") and cause.get("reason") == "WORKER_DIED":
+            continue
+        return True
+    return False
 
 
 def _job_view(job: dict) -> dict:
@@ -303,8 +334,7 @@ def _pick_actor(job: dict, named: dict, facts: _Facts) -> dict | None:
     if actor:
         return actor
     dying = [a for a in _job_actors(job, facts) if a.get("state") == "DEAD"
-             and ((a.get("death_cause") or {}).get("reason") not in ("OWNER_DIED", "RAY_KILL",
-                                                                       "OUT_OF_SCOPE", "REF_DELETED"))]
+             and (a.get("death_cause") or {}).get("reason") not in _QUIET]
     dying.sort(key=lambda a: facts.actor_end(a) or float("inf"))
     if dying:
         return dying[0]

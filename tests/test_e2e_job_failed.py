@@ -66,11 +66,12 @@ def submit(cluster, sid: str, *args: str, entrypoint=None) -> str:
 
 
 def status(cluster, sid: str) -> str:
-    out = ray_cli(cluster, "job", "status", "--address", cluster.dashboard_url, sid)
-    for word in ("SUCCEEDED", "FAILED", "STOPPED", "RUNNING", "PENDING"):
-        if f"'{sid}': {word}" in out or f"{sid}': {word}" in out:
-            return word
-    return "?"
+    """The job's status from the Jobs API (what `ray job status` prints)."""
+    import requests
+
+    reply = requests.get(f"{cluster.dashboard_url}/api/jobs/{sid}", timeout=10,
+                         headers={"Authorization": f"Bearer {cluster.token}"})
+    return reply.json().get("status", "?") if reply.ok else "?"
 
 
 def wait_status(cluster, sid: str, wanted=("SUCCEEDED", "FAILED", "STOPPED"), timeout_s=240) -> str:

@@ -259,3 +259,18 @@ def test_select_lines_keeps_earlier_tracebacks():
     assert cut and kept[-1] == "later" and len(kept) == 100 + 5
     assert kept[:5] == ["Traceback (most recent call last):", '  File "a.py", line 1, in f', "    x()",
                         "ValueError: bad", "..."]
+
+
+def test_a_driver_run_by_hand_that_ray_calls_succeeded_but_whose_runner_died():
+    hand = _job("x", "SUCCEEDED", NOW - 20, type="DRIVER", submission_id=None, driver_exit_code=None,
+                worker_logs=[{"actor_id": RUNNER_ACTOR, "pid": 5195, "node_id": HEAD, "lines": RUNNER}])
+    data = _snapshot([hand], actors=[_runner()], dead=[SYSTEM_EXIT_1])
+    [f] = _findings(data)
+    assert f.subject == "job:02000000" and f.evidence["root_cause"] == "user_error"
+    assert "warehouse sensor 7" in f.message
+    assert any("SUCCEEDED when it ends" in n for n in f.evidence["not_recorded"])
+    # its runners ended with it (owner died) or were stopped: a training that ended well
+    quiet = _runner(reason="OWNER_DIED", message="The actor is dead because its owner has died.")
+    assert _findings(_snapshot([hand], actors=[quiet])) == []
+    killed = _runner(reason="RAY_KILL", message="killed by `ray.kill`.")
+    assert _findings(_snapshot([hand], actors=[killed])) == []

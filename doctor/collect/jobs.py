@@ -114,16 +114,31 @@ def collect(conn, budget, cluster: dict | None, actors=lambda: None) -> dict:
             "worker_logs": [],
         })
     notes = []
-    failed = [j for j in jobs if j["status"] == "FAILED"]
+    actor_items = ((actors() or {}).get("items") or []) if callable(actors) else []
+    failed = [j for j in jobs if j["status"] == "FAILED" or _hand_run_training_died(j, actor_items)]
     if len(failed) > FAILED_LIMIT:
         notes.append(f"{len(failed)} failed jobs in the window: the logs of the newest "
                      f"{FAILED_LIMIT} were read")
-    actor_items = ((actors() or {}).get("items") or []) if callable(actors) else []
     for job in failed[:FAILED_LIMIT]:
         _read_driver_log(address, budget, job)
         _read_worker_logs(address, budget, job, actor_items)
     return {"window_s": window_s, "now": round(now, 3), "ray_version": (cluster or {}).get("ray_version"),
             "cut": cut, "notes": notes, "jobs": jobs}
+
+
+_RLLIB_ACTOR = re.compile(r"EnvRunner|Learner|_WrappedExecutable")
+
+
+def _hand_run_training_died(job: dict, actors: list[dict]) -> bool:
+    """A driver run by hand that Ray calls SUCCEEDED (it keeps no exit code) whose RLlib actors
+    died of something else than their owner's end or ray.kill: its runners' logs are read too
+    (the analysis, rldoctor.checks._chains.training_died_under, decides)."""
+    if job.get("type") != "DRIVER" or job.get("status") != "SUCCEEDED":
+        return False
+    return any(a.get("job_id") == job.get("job_id") and a.get("state") == "DEAD"
+               and _RLLIB_ACTOR.search(a.get("class_name") or "")
+               and (a.get("death_cause") or {}).get("reason") not in _QUIET_REASONS + ("OWNER_DIED",)
+               for a in actors)
 
 
 def _is_own(row, own_job) -> bool:
