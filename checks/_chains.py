@@ -433,7 +433,7 @@ def _classify(chain: dict, job: dict, actor: dict | None, facts: _Facts, data: d
         chain["code_missing"] = {"module": module.group(1) if module else None,
                                  "node_id": node_id, "nodes_that_imported": others}
         summary = (f"{exc['type']}: {exc['message']} in {who} on node {facts.node_label(node_id)}"
-                   + (f" (the same class started on {', '.join(others)})" if others else "")
+                   + (f" (the same class started on {len(others)} other node(s))" if others else "")
                    + ": the user's code is not installed on that node")
         _link(chain, end_actor, f"{who} could not import the user's code: {exc['type']}: {exc['message']}")
     elif exc and (exc.get("frame") or not _is_signal(detail)):

@@ -107,6 +107,16 @@ def job_findings(result: CliResult, sid: str) -> list[dict]:
     return [f for f in result.findings("RLD405") if f["subject"] == f"job:{sid}"]
 
 
+def from_logs(session: Path, sid: str) -> tuple[CliResult, dict]:
+    """`check --from DIR` on the copied session directory: the same job's RLD405."""
+    out = run_rldoctor("check", "--from", str(session), "--format", "json")
+    assert out.code == 1, out
+    assert out.json()["source"]["kind"] == "logs"
+    found = job_findings(out, sid)
+    assert len(found) == 1, out
+    return out, found[0]
+
+
 def not_named_above_info(result: CliResult, *words: str) -> None:
     for f in result.json()["findings"]:
         if f["severity"] in ("warn", "fail"):
@@ -209,15 +219,24 @@ def test_env_that_raises_in_the_bundle(cluster, sensor_job):
     assert job_findings(from_bundle, sid), from_bundle
 
 
+def test_env_that_raises_from_the_session_directory(cluster, sensor_job):
+    _, f = from_logs(sensor_job["session"], sensor_job["sid"])
+    assert f["evidence"]["root_cause"] == "user_error"
+    assert SENSOR_ERROR in f["message"] and "in read_sensor" in f["message"], f["message"]
+    assert f["evidence"]["worker"]["pid"] == sensor_job["runner"][1]
+
+
 def test_env_package_missing_on_one_node(cluster, sensor_job, tmp_path):
     sid = submit(cluster, "warehouse-package", "--runners", "3", "--env-module", "--iterations", "2")
     assert wait_status(cluster, sid) == "FAILED"
     result = check_json(cluster)
-    keep_session(cluster, tmp_path)
+    session = keep_session(cluster, tmp_path)
     found = job_findings(result, sid)
     assert len(found) == 1, result
     f = found[0]
     missing = cluster.nodes[2].node_id
+    _, offline = from_logs(session, sid)
+    assert "ModuleNotFoundError" in offline["message"] and missing[:12] in offline["message"], offline
     assert "ModuleNotFoundError" in f["message"] and "warehouse_env" in f["message"], f["message"]
     assert missing[:12] in f["message"], f["message"]
     assert f["evidence"]["root_cause"] == "code_missing"
@@ -248,11 +267,14 @@ def test_node_killed_under_a_training(cluster, sensor_job, tmp_path):
     assert wait_status(cluster, sid) == "FAILED"
     _wait_node_dead(cluster, victim)
     result = check_json(cluster)
-    keep_session(cluster, tmp_path)
+    session = keep_session(cluster, tmp_path)
     found = job_findings(result, sid)
     assert len(found) == 1, result
     f = found[0]
     assert f["evidence"]["root_cause"] == "node_died", f
+    offline, g = from_logs(session, sid)
+    assert g["evidence"]["root_cause"] == "node_died" and victim[:12] in g["message"], g
+    assert [x["subject"] for x in offline.findings("RLD101")] == [f"node:{victim}"]
     assert victim[:12] in f["message"] and "UNEXPECTED_TERMINATION" in f["message"], f["message"]
     assert f["evidence"]["node"]["node_id"] == victim
     assert "RLD101" in f["fix"] and "restart_failed_env_runners" in f["fix"]
