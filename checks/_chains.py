@@ -241,14 +241,45 @@ def failed_jobs(data: dict, window_s: float | None = None) -> list[dict]:
     facts = _Facts(data)
     chains = []
     for job in jobs:
-        if job.get("status") != FAILED:
+        hand_run = job.get("status") != FAILED and training_died_under(job, facts.actors)
+        if job.get("status") != FAILED and not hand_run:
             continue
         end = _epoch(job.get("end_time"))
         if now is not None and end is not None and end < now - window:
             continue
-        chains.append(chain_of(job, facts, data))
+        chain = chain_of(job, facts, data)
+        if hand_run:
+            chain["job"]["status"] = "FAILED"
+            chain["job"]["status_recorded"] = job.get("status")
+            chain["not_recorded"].append(
+                "Ray records every driver run by hand (not `ray job submit`) as SUCCEEDED when it "
+                "ends, with no exit code: the failure is told by its RLlib actors' deaths")
+        chains.append(chain)
     chains.sort(key=lambda c: -(c["job"].get("end_time") or 0))
     return chains
+
+
+RLLIB_ACTOR = re.compile(r"EnvRunner|Learner|_WrappedExecutable|^(PPO|APPO|IMPALA|DQN|SAC|BC|MARWIL|CQL)$")
+_QUIET = ("OWNER_DIED", "RAY_KILL", "OUT_OF_SCOPE", "REF_DELETED")
+
+
+def training_died_under(job: dict, actors: list[dict]) -> bool:
+    """A driver run by hand (Ray calls it SUCCEEDED once it ends) whose RLlib actors died of
+    something else than their owner's end or ray.kill: a training that failed."""
+    if job.get("type") != "DRIVER" or job.get("status") != "SUCCEEDED" or not job.get("job_id"):
+        return False
+    for a in actors:
+        if a.get("job_id") != job["job_id"] or a.get("state") != "DEAD":
+            continue
+        if not RLLIB_ACTOR.search(a.get("class_name") or ""):
+            continue
+        cause = a.get("death_cause") or {}
+        if cause.get("reason") in _QUIET:
+            continue
+        if "INTENDED" in (cause.get("message") or "") and cause.get("reason") == "WORKER_DIED":
+            continue
+        return True
+    return False
 
 
 def _job_view(job: dict) -> dict:
@@ -303,8 +334,7 @@ def _pick_actor(job: dict, named: dict, facts: _Facts) -> dict | None:
     if actor:
         return actor
     dying = [a for a in _job_actors(job, facts) if a.get("state") == "DEAD"
-             and ((a.get("death_cause") or {}).get("reason") not in ("OWNER_DIED", "RAY_KILL",
-                                                                       "OUT_OF_SCOPE", "REF_DELETED"))]
+             and (a.get("death_cause") or {}).get("reason") not in _QUIET]
     dying.sort(key=lambda a: facts.actor_end(a) or float("inf"))
     if dying:
         return dying[0]
@@ -403,7 +433,7 @@ def _classify(chain: dict, job: dict, actor: dict | None, facts: _Facts, data: d
         chain["code_missing"] = {"module": module.group(1) if module else None,
                                  "node_id": node_id, "nodes_that_imported": others}
         summary = (f"{exc['type']}: {exc['message']} in {who} on node {facts.node_label(node_id)}"
-                   + (f" (the same class started on {', '.join(others)})" if others else "")
+                   + (f" (the same class started on {len(others)} other node(s))" if others else "")
                    + ": the user's code is not installed on that node")
         _link(chain, end_actor, f"{who} could not import the user's code: {exc['type']}: {exc['message']}")
     elif exc and (exc.get("frame") or not _is_signal(detail)):
@@ -505,18 +535,17 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
 
     Node deaths, worker and actor deaths with their cause, actor restarts, OOM kills, job status
     changes, runtime_env failures; the last `limit` events plus every event of a failed job's
-    window (its start to its end)."""
+    window (its start to its end). Messages are written only for the events kept (a cluster
+    may have tens of thousands of dead actors)."""
     facts = _Facts(data)
-    events: list[dict] = []
+    events: list[tuple] = []  # (time, kind, subject, message maker, its argument)
 
-    def add(time_s, kind, subject, message):
-        events.append({"time": time_s, "kind": kind, "subject": subject, "message": _short(message, 300)})
+    def add(time_s, kind, subject, maker, arg):
+        events.append((time_s, kind, subject, maker, arg))
 
     for n in facts.nodes.values():
         if n.get("alive") is False:
-            add(_epoch(n.get("end_time")), "node_dead", f"node:{n.get('node_id')}",
-                f"node {facts.node_label(n.get('node_id'))} died: {n.get('death_reason') or '?'}"
-                + (f" ({_short(n.get('death_message'), 160)})" if n.get("death_message") else ""))
+            add(_epoch(n.get("end_time")), "node_dead", f"node:{n.get('node_id')}", _node_text, n)
     seen_workers = set()
     for a in facts.actors:
         if (a.get("class_name") or "").startswith("JobSupervisor"):
@@ -532,56 +561,88 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
                     or (w or {}).get("exit_type") == "NODE_OUT_OF_MEMORY" else
                     "runtime_env_failed" if cause.get("kind") == "runtime_env_failed_context" else
                     "actor_dead")
-            add(facts.actor_end(a), kind, f"actor:{a.get('actor_id')}",
-                f"{a.get('class_name')} (actor {str(a.get('actor_id'))[:12]}, pid {a.get('pid')}) died on "
-                f"node {facts.node_label(a.get('node_id'))}: {cause.get('reason') or cause.get('kind') or '?'}"
-                f" {_short((w or {}).get('exit_detail') or cause.get('message'), 160)}")
+            add(facts.actor_end(a), kind, f"actor:{a.get('actor_id')}", _actor_text, (a, w))
         if int(a.get("num_restarts") or 0) > 0:
-            add(None, "actor_restarted", f"actor:{a.get('actor_id')}",
-                f"{a.get('class_name')} (actor {str(a.get('actor_id'))[:12]}) restarted "
-                f"{a.get('num_restarts')} time(s), now {a.get('state')}")
+            add(None, "actor_restarted", f"actor:{a.get('actor_id')}", _restart_text, a)
     for w in facts.dead:
         if (w.get("node_id"), w.get("pid")) in seen_workers or str(w.get("exit_type") or "").startswith("INTENDED"):
             continue
         kind = "oom_kill" if w.get("exit_type") == "NODE_OUT_OF_MEMORY" else "worker_dead"
-        add(_epoch(w.get("end_time_ms")), kind, f"node:{w.get('node_id')}",
-            f"worker pid {w.get('pid')} on node {facts.node_label(w.get('node_id'))} exited: "
-            f"{w.get('exit_type')} {_short(w.get('exit_detail'), 160)}")
+        add(_epoch(w.get("end_time_ms")), kind, f"node:{w.get('node_id')}", _worker_text, w)
     for job in (data.get("jobs") or {}).get("jobs") or []:
         name = job_name(job)
         start, end = _epoch(job.get("start_time")), _epoch(job.get("end_time"))
         if start:
-            add(start, "job_started", f"job:{name}", f"job {name} started")
+            add(start, "job_started", f"job:{name}", lambda _, name=name: f"job {name} started", None)
         if end and job.get("status") in ENDED:
-            add(end, "job_" + job["status"].lower(), f"job:{name}",
-                f"job {name} {job['status']}"
-                + (f": {_short(clean(_last_line(job.get('message'))), 160)}" if job["status"] == FAILED else ""))
+            add(end, "job_" + job["status"].lower(), f"job:{name}", _job_text, job)
         if job.get("error_type") == "RUNTIME_ENV_SETUP_FAILURE":
-            add(end, "runtime_env_failed", f"job:{name}", f"job {name}: runtime_env setup failed")
+            add(end, "runtime_env_failed", f"job:{name}",
+                lambda _, name=name: f"job {name}: runtime_env setup failed", None)
     for e in facts.events:
         label = e.get("label") or ""
         kind = ("oom_kill" if label == "Out of Memory" else "node_dead" if label == "RAY_NODE_REMOVED"
                 else "worker_dead" if label == "RAY_WORKER_FAILURE" else None)
         if kind:
             subject = f"node:{e['node_id']}" if e.get("node_id") else "cluster"
-            add(_epoch(e.get("time")), kind, subject, e.get("message") or label)
+            add(_epoch(e.get("time")), kind, subject,
+                lambda ev, label=label: ev.get("message") or label, e)
     events = _dedup(events)
-    timed = sorted((e for e in events if e["time"] is not None), key=lambda e: e["time"])
+    timed = sorted((e for e in events if e[0] is not None), key=lambda e: e[0])
     windows = [(c["job"].get("start_time") or 0, c["job"].get("end_time") or 0)
                for c in failed_jobs(data)]
     keep = set(range(max(0, len(timed) - limit), len(timed)))
     for i, e in enumerate(timed):
-        if any(lo - 60 <= e["time"] <= hi + 60 for lo, hi in windows):
+        if any(lo - 60 <= e[0] <= hi + 60 for lo, hi in windows):
             keep.add(i)
-    out = [timed[i] for i in sorted(keep)]
-    untimed = [e for e in events if e["time"] is None][:10]
-    return out + untimed
+    chosen = [timed[i] for i in sorted(keep)] + [e for e in events if e[0] is None][:10]
+    return [{"time": t, "kind": kind, "subject": subject,
+             "message": _short(maker(arg) if arg is not None else maker(None), 300)}
+            for t, kind, subject, maker, arg in _bind(chosen, facts)]
 
 
-def _dedup(events: list[dict]) -> list[dict]:
+def _bind(chosen, facts):
+    """Give the message makers that need the node labels their facts."""
+    for t, kind, subject, maker, arg in chosen:
+        if maker in (_node_text, _actor_text, _worker_text):
+            yield t, kind, subject, (lambda a, m=maker: m(a, facts)), arg
+        else:
+            yield t, kind, subject, maker, arg
+
+
+def _node_text(n, facts) -> str:
+    return (f"node {facts.node_label(n.get('node_id'))} died: {n.get('death_reason') or '?'}"
+            + (f" ({_short(n.get('death_message'), 160)})" if n.get("death_message") else ""))
+
+
+def _actor_text(pair, facts) -> str:
+    a, w = pair
+    cause = a.get("death_cause") or {}
+    return (f"{a.get('class_name')} (actor {str(a.get('actor_id'))[:12]}, pid {a.get('pid')}) died on "
+            f"node {facts.node_label(a.get('node_id'))}: {cause.get('reason') or cause.get('kind') or '?'}"
+            f" {_short((w or {}).get('exit_detail') or cause.get('message'), 160)}")
+
+
+def _restart_text(a) -> str:
+    return (f"{a.get('class_name')} (actor {str(a.get('actor_id'))[:12]}) restarted "
+            f"{a.get('num_restarts')} time(s), now {a.get('state')}")
+
+
+def _worker_text(w, facts) -> str:
+    return (f"worker pid {w.get('pid')} on node {facts.node_label(w.get('node_id'))} exited: "
+            f"{w.get('exit_type')} {_short(w.get('exit_detail'), 160)}")
+
+
+def _job_text(job) -> str:
+    name = job_name(job)
+    return (f"job {name} {job['status']}"
+            + (f": {_short(clean(_last_line(job.get('message'))), 160)}" if job["status"] == FAILED else ""))
+
+
+def _dedup(events: list[tuple]) -> list[tuple]:
     seen, out = set(), []
     for e in events:
-        key = (e["kind"], e["subject"], round(e["time"] or 0))
+        key = (e[1], e[2], round(e[0] or 0))
         if key in seen:
             continue
         seen.add(key)

@@ -7,8 +7,9 @@ ignore_env_runner_failures=False): one failure anywhere ends the job.
 
 - `--raise-runner I`: env runner I's env raises RuntimeError("warehouse sensor 7 returned
   garbage: ...") in `step()` after a few steps (the user's own bug);
-- `--env-module`: the env class comes from the module `warehouse_env` (tests/warehouse_env.py,
-  importable only where it is on PYTHONPATH), pickled by reference as a user's package is;
+- `--env-module`: the env class comes from the module `warehouse_env` (WAREHOUSE_MODULE, written
+  by a test into a directory it puts on some nodes' PYTHONPATH only: a package installed on some
+  hosts), pickled by reference as a user's package is;
 - `--mark FILE`: each env appends "<worker index> <node id> <pid>" to FILE when it is made, so a
   test knows where each runner ran.
 Prints `=> iteration N` after each iteration (flushed). The driver runs with Ray's defaults
@@ -25,6 +26,23 @@ import time
 import gymnasium as gym
 
 SENSOR_ERROR = "warehouse sensor 7 returned garbage: reading=-1.0e308"
+# The user's env as a package of its own (never next to this script: Ray puts the driver's
+# script directory on every worker's sys.path).
+WAREHOUSE_MODULE = """import gymnasium as gym
+
+
+class WarehouseEnv(gym.Env):
+    def __init__(self, config):
+        self.inner = gym.make("CartPole-v1")
+        self.observation_space = self.inner.observation_space
+        self.action_space = self.inner.action_space
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return self.inner.step(action)
+"""
 
 
 class WarehouseCartPole(gym.Env):

@@ -82,7 +82,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                         if v.get("status") in ("error", "timeout"))
         if failed:
             snapshot_item.details["sections_failed"] = failed
-        items = [snapshot_item] + gatherer.items
+        items = [snapshot_item] + gatherer.items + assemble.job_log_items(doc)
         if not gatherer.ran:
             through_dashboard = (doc.get("source") or {}).get("path") == "dashboard"
             reason = getattr(gatherer, "reason", None)

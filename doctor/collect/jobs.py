@@ -114,16 +114,32 @@ def collect(conn, budget, cluster: dict | None, actors=lambda: None) -> dict:
             "worker_logs": [],
         })
     notes = []
-    failed = [j for j in jobs if j["status"] == "FAILED"]
+    actor_items = ((actors() or {}).get("items") or []) if callable(actors) else []
+    failed = [j for j in jobs if j["status"] == "FAILED" or _hand_run_training_died(j, actor_items)]
     if len(failed) > FAILED_LIMIT:
         notes.append(f"{len(failed)} failed jobs in the window: the logs of the newest "
                      f"{FAILED_LIMIT} were read")
-    actor_items = ((actors() or {}).get("items") or []) if callable(actors) else []
+    route = _route(cluster, budget)
     for job in failed[:FAILED_LIMIT]:
-        _read_driver_log(address, budget, job)
-        _read_worker_logs(address, budget, job, actor_items)
+        _read_driver_log(route, job)
+        _read_worker_logs(route, job, actor_items)
     return {"window_s": window_s, "now": round(now, 3), "ray_version": (cluster or {}).get("ray_version"),
             "cut": cut, "notes": notes, "jobs": jobs}
+
+
+_RLLIB_ACTOR = re.compile(r"EnvRunner|Learner|_WrappedExecutable")
+
+
+def _hand_run_training_died(job: dict, actors: list[dict]) -> bool:
+    """A driver run by hand that Ray calls SUCCEEDED (it keeps no exit code) whose RLlib actors
+    died of something else than their owner's end or ray.kill: its runners' logs are read too
+    (the analysis, rldoctor.checks._chains.training_died_under, decides)."""
+    if job.get("type") != "DRIVER" or job.get("status") != "SUCCEEDED":
+        return False
+    return any(a.get("job_id") == job.get("job_id") and a.get("state") == "DEAD"
+               and _RLLIB_ACTOR.search(a.get("class_name") or "")
+               and (a.get("death_cause") or {}).get("reason") not in _QUIET_REASONS + ("OWNER_DIED",)
+               for a in actors)
 
 
 def _is_own(row, own_job) -> bool:
@@ -140,17 +156,32 @@ def _tail_chars(text, limit: int) -> str:
     return text if len(text) <= limit else "... " + text[-limit:]
 
 
-def _read_log(address: str, budget, lines: int, max_bytes: int, **where) -> list[str]:
-    from ray.util.state import get_log
+def _route(cluster: dict | None, budget):
+    """The dashboard's log route (rldoctor.bundle.logs: our own timeouts and byte caps)."""
+    from rldoctor.bundle.logs import LogRoute
+    from rldoctor.collect.private import http_auth_headers
 
-    chunks, size = [], 0
-    for chunk in get_log(address=address, tail=lines, timeout=int(budget.left(LOG_TIMEOUT_S)),
-                         **where):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > 4 * max_bytes:  # a tail is asked for; never hold more than a few budgets
-            break
-    return "".join(chunks).splitlines()
+    return LogRoute((cluster or {}).get("dashboard_url") or "", http_auth_headers(),
+                    timeout_s=min(float(LOG_TIMEOUT_S), budget.left(LOG_TIMEOUT_S)))
+
+
+def _tail_lines(route, node_id: str, filename: str, lines: int, max_bytes: int) -> list[str]:
+    data, _dropped = route.tail(node_id, filename, lines, max_bytes)
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def _worker_err_file(route, node_id: str, pid: int) -> str:
+    """`worker-<worker id>-<job id>-<pid>.err` of that pid on that node."""
+    data, _ = route._get("/api/v0/logs", {"node_id": node_id, "glob": f"*worker-*-{pid}.err"},
+                         1 << 20)
+    import json
+
+    groups = ((json.loads(data or b"{}").get("data") or {}).get("result")) or {}
+    names = sorted({n for names in groups.values() for n in names or []
+                    if n.endswith(f"-{pid}.err") and "worker-" in n})
+    if not names:
+        raise LookupError(f"no worker-*-{pid}.err on the node")
+    return names[-1]
 
 
 def select_lines(lines: list[str], tail: int = DRIVER_TAIL_LINES, max_bytes: int = DRIVER_MAX_BYTES,
@@ -183,7 +214,7 @@ def select_lines(lines: list[str], tail: int = DRIVER_TAIL_LINES, max_bytes: int
     return out, cut
 
 
-def _read_driver_log(address: str, budget, job: dict) -> None:
+def _read_driver_log(route, job: dict) -> None:
     from rldoctor.redact import redact
 
     sid, node_id = job.get("submission_id"), (job.get("driver") or {}).get("node_id")
@@ -197,8 +228,7 @@ def _read_driver_log(address: str, budget, job: dict) -> None:
         job["driver_log_note"] = "Ray did not record the driver's node"
         return
     try:
-        lines = _read_log(address, budget, DRIVER_READ_LINES, DRIVER_MAX_BYTES,
-                          node_id=node_id, filename=name)
+        lines = _tail_lines(route, node_id, name, DRIVER_READ_LINES, 4 * DRIVER_MAX_BYTES)
     except Exception as exc:  # the driver's node is gone, or the log route failed
         job["driver_log_note"] = f"{name} on node {node_id[:12]} not readable: {_one_line(exc)}"
         return
@@ -219,7 +249,7 @@ def _named_actor_ids(lines: list[str]) -> list[str]:
     return found
 
 
-def _read_worker_logs(address: str, budget, job: dict, actors: list[dict]) -> None:
+def _read_worker_logs(route, job: dict, actors: list[dict]) -> None:
     """The `.err` tails of the workers in the job's chain: the actors its driver names and its
     actors that died of something else than their owner's end or ray.kill."""
     from rldoctor.redact import redact
@@ -241,22 +271,17 @@ def _read_worker_logs(address: str, budget, job: dict, actors: list[dict]) -> No
                  "node_id": actor.get("node_id"), "actor_id": actor.get("actor_id"),
                  "class_name": actor.get("class_name"), "file": None, "lines": [], "note": None}
         try:
-            lines = _read_log(address, budget, WORKER_TAIL_LINES, WORKER_MAX_BYTES,
-                              actor_id=actor["actor_id"], suffix="err")
-            entry["file"] = f"worker-*-{actor.get('pid')}.err"
-        except Exception as exc:
-            try:  # by node and pid, the way `ray logs worker --pid` finds it
-                if not (actor.get("node_id") and actor.get("pid")):
-                    raise
-                lines = _read_log(address, budget, WORKER_TAIL_LINES, WORKER_MAX_BYTES,
-                                  node_id=actor["node_id"], pid=actor["pid"], suffix="err")
-                entry["file"] = f"worker-*-{actor.get('pid')}.err"
-            except Exception:
-                entry["note"] = (f"the log of pid {actor.get('pid')} on node "
-                                 f"{str(actor.get('node_id') or '?')[:12]} is not readable: "
-                                 f"{_one_line(exc)}")
-                job["worker_logs"].append(entry)
-                continue
+            if not (actor.get("node_id") and actor.get("pid")):
+                raise LookupError("Ray recorded no node or pid for it")
+            name = _worker_err_file(route, actor["node_id"], actor["pid"])
+            entry["file"] = name
+            lines = _tail_lines(route, actor["node_id"], name, WORKER_TAIL_LINES, WORKER_MAX_BYTES)
+        except Exception as exc:  # its node is gone, or the log route failed
+            entry["note"] = (f"the log of pid {actor.get('pid')} on node "
+                             f"{str(actor.get('node_id') or '?')[:12]} is not readable: "
+                             f"{_one_line(exc)}")
+            job["worker_logs"].append(entry)
+            continue
         kept = lines[-WORKER_TAIL_LINES:]
         while kept and sum(len(line) + 1 for line in kept) > WORKER_MAX_BYTES:
             kept.pop(0)
