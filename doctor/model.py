@@ -106,6 +106,8 @@ class Report:
     # The incident's events, oldest first (rldoctor.report.timeline), when a cluster was examined
     timeline: list[dict] | None = None
     verbose: bool = False  # table and Markdown: every check row, not only those that are not OK
+    # `rldoctor lint`: the inputs that could not be linted (path, line, message), for its text format
+    not_linted: list[dict] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:

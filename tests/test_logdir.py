@@ -22,7 +22,7 @@ from rldoctor.errors import Undiagnosable
 from rldoctor.logdir import read_logs
 from rldoctor.logdir import files as F
 from rldoctor.registry import load_registry
-from rldoctor.runner import run_checks
+from rldoctor.engine.runner import run_checks
 from rldoctor.snapshot import validate
 
 SESSIONS = FIXTURES / "sessions"

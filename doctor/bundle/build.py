@@ -53,14 +53,20 @@ def _top_folder(doc: dict) -> str:
 
 
 def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 obfuscate: bool = False, force: bool = False, progress=None) -> dict:
-    """Collect and write the bundle at `path`; returns a summary (file, bytes, nodes, items)."""
+                 obfuscate: bool = False, force: bool = False, progress=None, diagnosis=None) -> dict:
+    """Collect and write the bundle at `path`; returns a summary (file, bytes, nodes, items).
+
+    `diagnosis` (rldoctor.engine.pipeline.Diagnosis, default: every check, the mutes of the
+    team's rldoctor.toml) makes the bundle's report, as `check --from` the bundle would."""
     from rldoctor.bundle.obfuscate import map_path
     from rldoctor.bundle.writer import BundleFile
     from rldoctor.dashboard import is_dashboard_address
     from rldoctor.dashboard.remote import chosen_address, take_snapshot
+    from rldoctor.engine.pipeline import Diagnosis
 
     started = time.monotonic()
+    if diagnosis is None:
+        diagnosis = Diagnosis.from_options()  # a bad ignore file: exit 2 before the cluster
     say = progress or Progress()
     the_map = map_path(os.path.abspath(path)) if obfuscate else None
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
@@ -93,7 +99,8 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                 "http:// address to --address for logs and stacks" if through_dashboard else
                 "not collected: the driver could not join the cluster"))
         size = _finish(doc, items, gatherer, target, top_path=path, max_bytes=max_bytes,
-                       obfuscate=obfuscate, the_map=the_map, started=started, say=say)
+                       obfuscate=obfuscate, the_map=the_map, started=started, say=say,
+                       diagnosis=diagnosis)
     except BaseException:
         target.abandon()
         if getattr(target, "wrote_map", False):
@@ -106,19 +113,18 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
 
 
 def _finish(doc: dict, items: list, gatherer, target, *, top_path: str, max_bytes: int,
-            obfuscate: bool, the_map, started: float, say) -> int:
+            obfuscate: bool, the_map, started: float, say, diagnosis) -> int:
     """Diagnose the snapshot, redact (and obfuscate) every member, fit, write; the size."""
     from rldoctor.bundle import assemble
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator
     from rldoctor.bundle.writer import Member, fit
-    from rldoctor.diagnose import diagnose
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
 
     path = top_path
     say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
-    report = diagnose(Snapshot(doc), dict(doc.get("source") or {}))
+    report = diagnosis.run(Snapshot(doc), dict(doc.get("source") or {}))
     items += [Item("report", "report (JSON)", file="report.json"),
               Item("report", "report (Markdown)", file="report.md")]
 
@@ -163,7 +169,7 @@ def _finish(doc: dict, items: list, gatherer, target, *, top_path: str, max_byte
 
 def write_bundle_from_logs(directory: str, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
                            obfuscate: bool = False, force: bool = False, progress=None,
-                           window_s: float | None = None) -> dict:
+                           window_s: float | None = None, diagnosis=None) -> dict:
     """The same bundle from a dead cluster's session directories (rldoctor.logdir): the
     snapshot read from the logs, its report, and the tails of the logs that tell the story
     (GCS, raylets, job drivers and supervisors, the workers of failed jobs)."""
@@ -172,7 +178,11 @@ def write_bundle_from_logs(directory: str, path: str, *, max_bytes: int = DEFAUL
     from rldoctor.logdir import read_logs
     from rldoctor.logdir.bundle_items import LogItems
 
+    from rldoctor.engine.pipeline import Diagnosis
+
     started = time.monotonic()
+    if diagnosis is None:
+        diagnosis = Diagnosis.from_options()  # a bad ignore file: exit 2 before any reading
     say = progress or Progress()
     the_map = map_path(os.path.abspath(path)) if obfuscate else None
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
@@ -185,7 +195,8 @@ def write_bundle_from_logs(directory: str, path: str, *, max_bytes: int = DEFAUL
         gatherer = LogItems(doc, directory)
         items = [snapshot_item] + gatherer.items
         size = _finish(doc, items, gatherer, target, top_path=path, max_bytes=max_bytes,
-                       obfuscate=obfuscate, the_map=the_map, started=started, say=say)
+                       obfuscate=obfuscate, the_map=the_map, started=started, say=say,
+                       diagnosis=diagnosis)
     except BaseException:
         target.abandon()
         if getattr(target, "wrote_map", False):

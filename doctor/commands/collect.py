@@ -32,11 +32,15 @@ def collect_snapshot_file(output: str, address, timeout: float) -> str:
 
 
 def collect_bundle_file(path: str, address, timeout: float, force: bool, max_size: float,
-                        obfuscate: bool) -> str:
+                        obfuscate: bool, ignores=(), config: str | None = None) -> str:
+    """The bundle's report.json honours the mutes `check --from` the bundle would apply:
+    --ignore and the team's rldoctor.toml (or --config)."""
     from rldoctor.bundle.build import write_bundle
+    from rldoctor.engine.pipeline import Diagnosis
 
+    diagnosis = Diagnosis.from_options(ignores=ignores, config=config)  # a bad file: exit 2 now
     done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
-                        obfuscate=obfuscate, force=force)
+                        obfuscate=obfuscate, force=force, diagnosis=diagnosis)
     return (f"bundle of {done['nodes']} node(s) written to {path}: {done['bytes'] / 1e6:.2f} MB, "
             f"{done['items_ok']} item(s) collected, {done['items_failed']} not (see "
             f"manifest.json), {done['seconds']:.1f}s"
@@ -44,13 +48,16 @@ def collect_bundle_file(path: str, address, timeout: float, force: bool, max_siz
 
 
 def collect_from_logs(directory: str, output, bundle, force: bool, max_size: float,
-                      obfuscate: bool) -> str:
-    """The snapshot (--output) or the bundle (--bundle) of the logs under `directory`."""
+                      obfuscate: bool, ignores=(), config: str | None = None) -> str:
+    """The snapshot (--output) or the bundle (--bundle) of the logs under `directory`; the
+    bundle's report honours the mutes, as collect_bundle_file's does."""
     if bundle:
         from rldoctor.bundle.build import write_bundle_from_logs
+        from rldoctor.engine.pipeline import Diagnosis
 
+        diagnosis = Diagnosis.from_options(ignores=ignores, config=config)  # a bad file: exit 2
         done = write_bundle_from_logs(directory, bundle, max_bytes=int(max_size * 10**6),
-                                      obfuscate=obfuscate, force=force)
+                                      obfuscate=obfuscate, force=force, diagnosis=diagnosis)
         return (f"bundle of {done['nodes']} node(s) written to {bundle} from the logs in "
                 f"{directory}: {done['bytes'] / 1e6:.2f} MB, {done['items_ok']} item(s), "
                 f"{done['items_failed']} not (see manifest.json), {done['seconds']:.1f}s"
