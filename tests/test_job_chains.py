@@ -14,7 +14,7 @@ import pytest
 
 from conftest import run_rldoctor
 from rldoctor.checks import _chains
-from rldoctor.checks.workers import job_failed, worker_crashes
+from rldoctor.checks.workers.crashes import job_failed, worker_crashes
 from rldoctor.snapshot import Snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "jobs"

@@ -58,6 +58,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
 
     `diagnosis` (rldoctor.engine.pipeline.Diagnosis, default: every check, the mutes of the
     team's rldoctor.toml) makes the bundle's report, as `check --from` the bundle would."""
+    from rldoctor.bundle import assemble
     from rldoctor.bundle.obfuscate import map_path
     from rldoctor.bundle.writer import BundleFile
     from rldoctor.dashboard import is_dashboard_address
