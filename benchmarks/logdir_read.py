@@ -64,9 +64,11 @@ def _pad(path: Path, target_bytes: int) -> None:
     with open(path, "wb") as f:
         f.write("".join(lines[:half]).encode())
         written = 0
-        while written + len(block) <= need:
-            f.write(block)
-            written += len(block)
+        while written < need:
+            part = block[:need - written]
+            part = part[:part.rfind(b"\n") + 1] or part  # whole lines only
+            f.write(part)
+            written += len(part)
         f.write("".join(lines[half:]).encode())
 
 
