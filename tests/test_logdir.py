@@ -477,3 +477,16 @@ def test_the_memory_monitors_kill_is_read_from_its_lines_across_raylet_and_gcs()
     assert "kill threshold of 2% (Ray's kill message)" in oom["message"]
     job = out.findings("RLD405")[0]
     assert "memory monitor killed SingleAgentEnvRunner" in job["message"] and "pid 20976" in job["message"]
+
+
+def test_collect_from_logs_and_an_address_are_exclusive_and_session_latest_is_read(tmp_path):
+    out = run_rldoctor("collect", "--output", str(tmp_path / "s.json"), "--from",
+                       str(SESSIONS / "env-raises"), "--address", "127.0.0.1:1")
+    assert out.code == 2 and "--address and --from are exclusive" in out.stderr, out
+    assert not (tmp_path / "s.json").exists()
+    temp = tmp_path / "ray"
+    session = next((SESSIONS / "env-raises" / "node0").iterdir())
+    shutil.copytree(session, temp / session.name)
+    (temp / "session_latest").symlink_to(temp / session.name)
+    assert len(F.find_sessions(str(temp))) == 1  # the link and its target are one session
+    assert read_logs(str(temp / "session_latest"))["jobs"]["jobs"][0]["status"] == "FAILED"
