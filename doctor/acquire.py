@@ -22,13 +22,20 @@ def chosen_address(address: str | None) -> str | None:
     return address or os.environ.get("RAY_ADDRESS") or None
 
 
-def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=()) -> dict:
+def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=(),
+                  window_s: float | None = None) -> dict:
+    """`window_s` (check --since): how far back ended jobs count; 24 h if None."""
     wanted = chosen_address(address)
     if is_dashboard_address(wanted):
         from rldoctor.dashboard.remote import collect_through_dashboard
 
-        return collect_through_dashboard(wanted, timeout_s, extras=extras)
+        return collect_through_dashboard(wanted, timeout_s, extras=extras, window_s=window_s)
     from rldoctor.cluster.session import collect_snapshot
+
+    if window_s is not None:
+        from rldoctor.cluster import jobs
+
+        jobs.set_window(window_s)
 
     return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
                             on_refused=after_refusal)

@@ -56,8 +56,11 @@ def main() -> None:
 @click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
               "dashboard (what `ray job submit` takes, e.g. a KubeRay port-forward), or 'auto' for "
               "the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
-@click.option("--from", "from_file", type=click.Path(dir_okay=False),
-              help="Diagnose a snapshot recorded by `rldoctor collect` instead of a live cluster.")
+@click.option("--from", "from_file", type=click.Path(), metavar="FILE|DIR",
+              help="Diagnose a snapshot or bundle recorded by `rldoctor collect` instead of a "
+              "live cluster; or DIR, the logs a cluster left: a Ray session directory "
+              "(session_* or its logs/), or a folder holding several nodes' session "
+              "directories (read only, never written).")
 @click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
               help="Check that an env class, env creator, callbacks class, AlgorithmConfig or "
               "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "
@@ -84,10 +87,16 @@ def main() -> None:
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")
+@click.option("--verbose", is_flag=True, help="Table and Markdown: list every check, not only "
+              "those that are not OK.")
+@click.option("--since", default=None, metavar="DURATION",
+              help="How far back ended jobs and incident events count (RLD405, the timeline), "
+              "e.g. 30m, 2h, 1d [default: 24h]. From logs (--from DIR) it counts back from "
+              "the logs' last line.")
 @IGNORE_OPTION
 @CONFIG_OPTION
 def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-          zone_label, settings, targets, runs, ignores, config):
+          zone_label, settings, verbose, since, targets, runs, ignores, config):
     """Diagnose a Ray cluster (or a recorded snapshot) and print findings with fixes.
 
     The report opens with the cluster: one row per node (state, CPUs, object store,
@@ -97,14 +106,19 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     runners and throughput (RLD605, RLD606, RLD608), and its security: token
     authentication off (RLD701) and Ray ports open on every interface or a public
     address (RLD702), read from each node's own /proc, never by scanning.
+
+    After the fact, `--from DIR` reads the logs a cluster left (a copy of its session
+    directories) and names the failed jobs, dead nodes, killed and crashed workers from
+    them; checks that need a live cluster are skipped.
     """
     try:
         from rldoctor.commands._options import check_params, codes
-        from rldoctor.commands.check import run
+        from rldoctor.commands.check import parse_duration, run
 
         code = run(address, from_file, codes(only), codes(skip), fmt, output, fail_on, timeout,
                    check_timeout, check_params(settings, zone_label), targets=targets, runs=runs,
-                   ignores=ignores, config=config)
+                   ignores=ignores, config=config,
+                   since_s=parse_duration(since, "--since") if since else None, verbose=verbose)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -132,6 +146,10 @@ def _exit(code: int) -> None:
 @click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
               help="Upper bound in seconds on taking the snapshot (the bundle's items have "
               "their own deadlines).")
+@click.option("--from", "from_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Read the logs a cluster left instead of a live cluster: a Ray session "
+              "directory (session_* or its logs/) or a folder of several nodes' session "
+              "directories (read only, never written).")
 @click.option("--force", is_flag=True, help="--bundle: replace an existing file.")
 @click.option("--max-size", type=click.FloatRange(min=0.1), default=50.0, show_default=True,
               metavar="MB", help="--bundle: size cap; the largest logs are cut from the front to fit.")
@@ -140,9 +158,10 @@ def _exit(code: int) -> None:
               "never into the bundle.")
 @IGNORE_OPTION
 @CONFIG_OPTION
-def collect(output, bundle, address, timeout, force, max_size, obfuscate, ignores, config):
+def collect(output, bundle, address, from_dir, timeout, force, max_size, obfuscate, ignores, config):
     """Record a snapshot (--output) or an incident bundle (--bundle) of the cluster.
 
+    With --from DIR both are made from the logs a cluster left (its session directories).
     `rldoctor check --from FILE` diagnoses either one offline. The bundle never holds the
     auth token, runtime_env env_vars values, secret-looking values or URL credentials:
     everything is redacted before it is written. The bundle's report.json and report.md are
@@ -154,7 +173,17 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate, ignore
                                                collect_snapshot_file)
 
         check_choice(output, bundle)
-        if bundle:
+        if from_dir and address:
+            from rldoctor.errors import UsageError
+
+            raise UsageError("collect: --address and --from are exclusive: a live cluster or "
+                             "the logs one left")
+        if from_dir:
+            from rldoctor.commands.collect import collect_from_logs
+
+            line = collect_from_logs(from_dir, output, bundle, force, max_size, obfuscate,
+                                     ignores, config)
+        elif bundle:
             line = collect_bundle_file(bundle, address, timeout, force, max_size, obfuscate,
                                        ignores, config)
         else:

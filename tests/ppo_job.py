@@ -3,12 +3,18 @@
     python tests/ppo_job.py --address HOST:PORT [--runners N] [--iterations N]
                             [--hang-runner I] [--crash-runner I] [--nan-rewards] [--lr LR]
                             [--no-restarts] [--tune DIR --name NAME] [--step-ms MS]
+                            [--raise-runner I] [--fail-fast]
 
 What on-call engineers meet on real clusters, made on purpose:
 - `--hang-runner I`: env runner I's env blocks forever inside `step()` after a few
   steps (a stuck simulator);
 - `--crash-runner I`: env runner I's env prints an error to stderr and exits with code 17
   after a few steps (a simulator that drops its connection);
+- `--raise-runner I`: env runner I's env raises RuntimeError("warehouse sensor 7 returned
+  garbage: ...") in `step()` after a few steps (a user's bug), after printing a line that
+  carries a secret-looking value to stderr (what redaction must catch in logs);
+- `--fail-fast`: fault tolerance off the way production configs set it
+  (restart_failed_env_runners=False, ignore_env_runner_failures=False): the job fails;
 - `--no-restarts`: failed env runners are not restarted and their failures ignored
   (RLlib goes on with fewer runners);
 - `--nan-rewards`: the env returns NaN rewards;
@@ -38,6 +44,8 @@ class UserCartPole(gym.Env):
         self.hang = config.get("hang_runner") == getattr(config, "worker_index", None)
         self.crash = (config.get("crash_runner") == getattr(config, "worker_index", None)
                       and config.get("crash_runner") is not None)
+        self.raises = (config.get("raise_runner") == getattr(config, "worker_index", None)
+                       and config.get("raise_runner") is not None)
         self.nan = bool(config.get("nan_rewards"))
         self.step_s = float(config.get("step_ms", 0)) / 1000
         self.steps = 0
@@ -53,10 +61,21 @@ class UserCartPole(gym.Env):
             print("simulator.step() failed: the simulator closed the connection; giving up",
                   file=sys.stderr, flush=True)
             os._exit(17)
+        if self.raises and self.steps > 50:
+            read_the_sensor(self.steps)
         if self.step_s:
             time.sleep(self.step_s)
         obs, reward, terminated, truncated, info = self.inner.step(action)
         return obs, (math.nan if self.nan else reward), terminated, truncated, info
+
+
+SECRET_IN_A_LOG_LINE = "warehouse_api_key=wh-5ecret-7f3a9c2e81"
+
+
+def read_the_sensor(step):
+    """A user's bug: the sensor's reading is garbage and the env raises."""
+    print(f"connecting to the warehouse with {SECRET_IN_A_LOG_LINE}", file=sys.stderr, flush=True)
+    raise RuntimeError(f"warehouse sensor 7 returned garbage: b'\\xff\\x00' at step {step}")
 
 
 def wait_for_the_simulator():
@@ -72,6 +91,7 @@ def make_config(args):
         PPOConfig()
         .environment("user_cartpole", env_config={"hang_runner": args.hang_runner,
                                                   "crash_runner": args.crash_runner,
+                                                  "raise_runner": args.raise_runner,
                                                   "nan_rewards": args.nan_rewards,
                                                   "step_ms": args.step_ms})
         .env_runners(num_env_runners=args.runners, num_cpus_per_env_runner=args.runner_cpus,
@@ -83,6 +103,8 @@ def make_config(args):
     )
     if args.no_restarts:
         config.fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    if args.fail_fast:
+        config.fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=False)
     return config
 
 
@@ -95,6 +117,10 @@ def main() -> int:
     parser.add_argument("--hang-runner", type=int, default=None)
     parser.add_argument("--crash-runner", type=int, default=None,
                         help="that runner's env prints an error and exits with code 17")
+    parser.add_argument("--raise-runner", type=int, default=None,
+                        help="that runner's env raises RuntimeError in step() after a few steps")
+    parser.add_argument("--fail-fast", action="store_true",
+                        help="restart_failed_env_runners=False, ignore_env_runner_failures=False")
     parser.add_argument("--nan-rewards", action="store_true")
     parser.add_argument("--no-restarts", action="store_true")
     parser.add_argument("--lr", type=float, default=1e-3)

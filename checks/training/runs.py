@@ -2,7 +2,7 @@
 metrics: RLD601-RLD604, RLD607.
 
 Pure functions over the `smoke` and `scaling` sections that `rldoctor smoke-train`
-records (see rldoctor.smoke); they run the same on a live smoke run and on a
+records (see rldoctor.cluster.smoke); they run the same on a live smoke run and on a
 recorded one (`rldoctor smoke-train --record FILE`, then `rldoctor check --from FILE`).
 
 RLD601 and RLD602 also read the `runs` section (`rldoctor check --run PATH`: Tune

@@ -1,4 +1,5 @@
-"""Actors that restart, workers killed for memory, workers that crash: RLD401, RLD402, RLD403.
+"""Actors that restart, workers killed for memory, workers that crash, jobs that failed:
+RLD401, RLD402, RLD403, RLD405.
 
 A common troubleshooting table's first row ("workers restart often: not enough memory:
 raise object_store_memory") is split here into its real causes.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from rldoctor.checks import _chains
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.registry import check, fail, info, warn
@@ -342,7 +344,10 @@ def worker_crashes(snap, params):
         `ray stop --force` or from a person, or an `os._exit` in user code. Ray records
         it as exit type `SYSTEM_ERROR`, and so it records a worker stopped with SIGTERM
         ("The process receives a SIGTERM"). rldoctor's own probe workers (namespace
-        `rldoctor-*`) are left out: Ray may stop one with SIGTERM as its run ends.
+        `rldoctor-*`) are left out: Ray may stop one with SIGTERM as its run ends. So is a
+        worker that exited because the user's code raised (RLlib's env runner calls
+        `sys.exit(1)` after the exception, which Ray also records as `SYSTEM_ERROR`): that is
+        the failed job's story, told by RLD405.
 
     Fix:
         Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check
@@ -351,9 +356,14 @@ def worker_crashes(snap, params):
     """
     created = snap.get("created_at")
     dead_nodes = {n["node_id"] for n in snap.nodes if not n.get("alive")}
+    # A worker that exited because the user's code raised (RLlib's env runner calls
+    # sys.exit(1) after the exception, and Ray records SYSTEM_ERROR) is a failed job's story
+    # (RLD405), not a crash.
+    claimed = _chains.claimed_workers(snap.data) if snap.has("jobs") else set()
     crashes: dict[str, list[dict]] = defaultdict(list)
     for w in _dead_workers(snap):
-        if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes:
+        if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes \
+                and (w.get("node_id"), w.get("pid")) not in claimed:
             crashes[w["node_id"]].append(w)  # workers of dead nodes: RLD101 tells that story
     for node_id, workers in sorted(crashes.items()):
         workers.sort(key=lambda w: -(w.get("end_time_ms") or 0))
@@ -379,3 +389,138 @@ def worker_crashes(snap, params):
              "hours_since_latest": age_hours(latest.get("end_time_ms"), created)},
             _CRASH_FIX.format(worker_id=latest["worker_id"], node_id=node_id),
         )
+
+
+_USER_ERROR_FIX = (
+    "Fix the user's code at {frame}: it raised {exc} in {who}. Reproduce it outside Ray by "
+    "stepping the env alone (`env = MyEnv(cfg); env.reset(); env.step(env.action_space.sample())` "
+    "in a loop) with the same env_config. RLlib's fault tolerance only hides such a bug: "
+    "`config.fault_tolerance(restart_failed_env_runners=True)` restarts the runner and "
+    "`restart_failed_sub_environments=True` recreates just the env, and both keep failing on a "
+    "deterministic error."
+)
+_NODE_DIED_FIX = (
+    "The node under the training died ({reason}); see RLD101 for why nodes die and how to "
+    "replace one (its `raylet.out` and the host's `dmesg`, the autoscaler's or the cloud's "
+    "events). A training survives a lost node only when RLlib may replace its runners: "
+    "`config.fault_tolerance(restart_failed_env_runners=True, ignore_env_runner_failures=False)` "
+    "(and checkpoints, `algo.save_to_path()` every few iterations, to resume after a driver "
+    "loss)."
+)
+_CODE_MISSING_FIX = (
+    "The user's code ({module}) is installed on some nodes only: {node} could not import it. "
+    "Ship it with the job instead of installing it by hand: `ray job submit "
+    "--working-dir . -- python train.py` (or runtime_env={{\"working_dir\": \".\"}}), or "
+    "`runtime_env={{\"py_modules\": [\"path/to/{module}\"]}}` for a package; or put it in the "
+    "image every node runs."
+)
+_OOM_FIX_405 = (
+    "A worker of the job was killed for memory: see RLD402 for the node's memory and the fix "
+    "(fewer or smaller env runners per node, more memory per node, or a fixed leak)."
+)
+_RUNTIME_ENV_FIX = (
+    "The job's runtime_env could not be built on a node: see RLD404 for the node's own reason "
+    "(pip's last error line) and fix the package list or the index it reaches."
+)
+_KILLED_FIX = (
+    "A worker of the job was killed from outside: check the node's `dmesg -T | grep -i "
+    "'killed process'` for a kernel OOM kill (then RLD402's fix), and whoever may send SIGKILL "
+    "(a person, `ray stop --force`, a supervisor ending the pod)."
+)
+_OWNER_FIX = (
+    "The actor's owner (the process that created it) died first; follow the owner in the "
+    "evidence: its own death is the root cause."
+)
+_UNKNOWN_FIX = (
+    "Read the driver's log for the first error (`ray job logs {sid}`), and the logs of the "
+    "job's workers (`ray logs worker-*.err`); the chain in the evidence says what Ray recorded."
+)
+
+
+@check("RLD405", "job-failed", area="workers", requires=("jobs",),
+       params={"window_s": _chains.WINDOW_S})
+def job_failed(snap, params):
+    """A job or RLlib training that ended in failure within the window, with its root cause.
+
+    Symptom:
+        `ray job status` says FAILED with "Job entrypoint command failed with exit code 1",
+        and the logs end in a bare `RuntimeError` raised by RLlib's `_try_env_step`, in
+        `ActorDiedError: The actor died unexpectedly before finishing this task. class_name:
+        SingleAgentEnvRunner`, or in `ActorUnavailableError: ... The actor is temporarily
+        unavailable`; the user's own exception sits further up, in another process's log.
+
+    Cause:
+        Something ended one worker of the job and, with RLlib's fault tolerance off
+        (`restart_failed_env_runners=False`), the whole training: the user's own code raised
+        (in the env's `step()`, say), the worker's node died, Ray's memory monitor or the
+        kernel killed it, it could not import the user's code on its node
+        (`ModuleNotFoundError`: the code is installed on some nodes only), its runtime_env
+        could not be built, or its owner died. Ray records each part in another place (the
+        driver's traceback, the actor's death cause, the worker's exit, the node's death);
+        the finding joins them into one chain. A job that succeeded, or that its user
+        stopped, is not reported.
+
+    Fix:
+        The root cause's fix: the user's frame to look at; for a node death RLD101's fix and
+        `restart_failed_env_runners=True`; for code missing on some nodes, ship it with the
+        job (`runtime_env` `working_dir` or `py_modules`); for a memory kill RLD402's fix.
+    """
+    for chain in _chains.failed_jobs(snap.data, params.get("window_s")):
+        yield _job_finding(chain)
+
+
+def _job_finding(chain: dict):
+    job, root, exc, worker = chain["job"], chain["root"], chain["exception"], chain["worker"]
+    name = _chains.job_name(job)
+    when = job.get("end_time")
+    when_text = _clock(when)
+    message = f"job {name} failed{(' at ' + when_text) if when_text else ''}: {root['summary']}"
+    who = (f"{worker.get('class_name')} (actor {worker.get('actor_id')}, pid {worker.get('pid')}, "
+           f"node {worker.get('node_id')})" if worker else "a worker")
+    kind = root["kind"]
+    if kind == "user_error":
+        fix = _USER_ERROR_FIX.format(frame=_chains.frame_text((exc or {}).get("frame")) or
+                                     "the innermost frame of your code in the traceback",
+                                     exc=f"{exc['type']}: {exc['message']}" if exc else "an exception",
+                                     who=who)
+    elif kind == "node_died":
+        node = chain.get("node") or {}
+        fix = _NODE_DIED_FIX.format(reason=node.get("death_reason") or "reason not recorded")
+    elif kind == "code_missing":
+        missing = chain.get("code_missing") or {}
+        fix = _CODE_MISSING_FIX.format(module=missing.get("module") or "the module",
+                                       node=f"node {missing.get('node_id') or '?'}")
+    elif kind == "oom":
+        fix = _OOM_FIX_405
+    elif kind == "runtime_env":
+        fix = _RUNTIME_ENV_FIX
+    elif kind in ("killed", "signal"):
+        fix = _KILLED_FIX
+    elif kind == "owner_died":
+        fix = _OWNER_FIX
+    else:
+        fix = _UNKNOWN_FIX.format(sid=job.get("submission_id") or job.get("job_id") or "<id>")
+    evidence = {
+        "submission_id": job.get("submission_id"), "job_id": job.get("job_id"),
+        "entrypoint": job.get("entrypoint"), "status": job.get("status"),
+        "error_type": job.get("error_type"), "driver_exit_code": job.get("driver_exit_code"),
+        "start_time": job.get("start_time"), "end_time": when,
+        "root_cause": kind, "exception": exc, "worker": worker, "node": chain.get("node"),
+        "code_missing": chain.get("code_missing"),
+        "driver_exception": chain.get("driver_exception"),
+        "chain": [{"time": _clock(link["time"]) if link.get("time") else None, "what": link["what"]}
+                  for link in chain["links"]],
+        "worker_log": chain.get("worker_log"),
+    }
+    if chain["not_recorded"]:
+        evidence["not_recorded"] = chain["not_recorded"]
+    subject = f"job:{job.get('submission_id') or job.get('job_id')}"
+    return fail(subject, message, evidence, fix)
+
+
+def _clock(epoch) -> str | None:
+    if not epoch:
+        return None
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(float(epoch), timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

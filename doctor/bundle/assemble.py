@@ -42,6 +42,44 @@ def _log_text(item: Item) -> str:
     return text
 
 
+def _safe(name) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "_", str(name or "unknown"))[:120]
+
+
+def job_log_items(doc: dict) -> list[Item]:
+    """The failed jobs' last words, from the snapshot's `jobs` section: the driver's log tail
+    (`jobs/<submission id>/driver.log`) and the last lines of every worker in the job's
+    chain, dead ones included (`jobs/<submission id>/workers/<pid>-<class>.err`)."""
+    items = []
+    for job in (doc.get("jobs") or {}).get("jobs") or []:
+        if job.get("status") != "FAILED":
+            continue
+        folder = f"jobs/{_safe(job.get('submission_id') or job.get('job_id'))}"
+        driver = job.get("driver") or {}
+        item = Item("log", f"driver log of job {job.get('submission_id') or job.get('job_id')}",
+                    node_id=driver.get("node_id"), file=f"{folder}/driver.log",
+                    details={"source": job.get("driver_log_file")})
+        if job.get("driver_log_tail"):
+            item.payload = ("\n".join(job["driver_log_tail"]) + "\n").encode("utf-8")
+        else:
+            item.fail(job.get("driver_log_note") or "the driver's log was not readable")
+        items.append(item)
+        for w in job.get("worker_logs") or []:
+            name = f"{w.get('pid') or 'unknown'}-{_safe(w.get('class_name') or 'worker')}.err"
+            item = Item("log", f"last lines of {w.get('class_name') or 'worker'} pid {w.get('pid')} "
+                        f"(job {job.get('submission_id') or job.get('job_id')})",
+                        node_id=w.get("node_id"), file=f"{folder}/workers/{name}",
+                        details={"pid": w.get("pid"), "actor_id": w.get("actor_id")})
+            if w.get("lines"):
+                item.payload = ("\n".join(w["lines"]) + "\n").encode("utf-8")
+            else:
+                item.fail(w.get("note") or "no lines")
+            items.append(item)
+    return items
+
+
 def learn_secrets(redactor, doc: dict, items: list[Item], secret_sources: list) -> None:
     redactor.learn(secret_sources)
     redactor.learn(doc)

@@ -59,13 +59,10 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     `diagnosis` (rldoctor.engine.pipeline.Diagnosis, default: every check, the mutes of the
     team's rldoctor.toml) makes the bundle's report, as `check --from` the bundle would."""
     from rldoctor.bundle import assemble
-    from rldoctor.bundle.manifest import manifest
-    from rldoctor.bundle.obfuscate import Obfuscator, map_path
-    from rldoctor.bundle.writer import BundleFile, Member, fit
+    from rldoctor.bundle.obfuscate import map_path
+    from rldoctor.bundle.writer import BundleFile
     from rldoctor.acquire import bundle_gatherer, take_snapshot
     from rldoctor.engine.pipeline import Diagnosis
-    from rldoctor.redact import Redactor
-    from rldoctor.snapshot import Snapshot
 
     started = time.monotonic()
     if diagnosis is None:
@@ -73,7 +70,6 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     say = progress or Progress()
     the_map = map_path(os.path.abspath(path)) if obfuscate else None
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
-    wrote_map = False
     try:
         gatherer = bundle_gatherer(address, progress=say, max_bytes=max_bytes)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")
@@ -85,7 +81,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                         if v.get("status") in ("error", "timeout"))
         if failed:
             snapshot_item.details["sections_failed"] = failed
-        items = [snapshot_item] + gatherer.items
+        items = [snapshot_item] + gatherer.items + assemble.job_log_items(doc)
         if not gatherer.ran:
             through_dashboard = (doc.get("source") or {}).get("path") == "dashboard"
             reason = getattr(gatherer, "reason", None)
@@ -95,54 +91,111 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                 "it as a driver, and that path gathers the snapshot only; give the dashboard's "
                 "http:// address to --address for logs and stacks" if through_dashboard else
                 "not collected: the driver could not join the cluster"))
-        say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
-        report = diagnosis.run(Snapshot(doc), dict(doc.get("source") or {}))
-        items += [Item("report", "report (JSON)", file="report.json"),
-                  Item("report", "report (Markdown)", file="report.md")]
-
-        redactor = Redactor()
-        assemble.learn_secrets(redactor, doc, items, gatherer.secret_sources)
-        top = _top_folder(doc)
-        members = [assemble.snapshot_member(doc, redactor)]
-        members += assemble.report_members(report, doc, items, top, os.path.basename(path), redactor)
-        members += assemble.item_members(items, redactor)
-        obfuscator = Obfuscator(assemble.host_names(doc)) if obfuscate else None
-        if obfuscator:
-            assemble.obfuscate(members, obfuscator)
-        fit(members, max_bytes, reserve=_MANIFEST_RESERVE + _PER_ITEM_RESERVE * len(items))
-        cut = {m.path: m.cut_bytes for m in members if m.cut_bytes}
-        for item in items:
-            key = obfuscator.text(item.file) if (obfuscator and item.file) else item.file
-            if key in cut:
-                item.details["cut_to_fit_bytes"] = cut[key]
-        sizes = {m.path: len(m.data) for m in members}
-        if obfuscator:  # items name their files as they were before obfuscation
-            sizes.update({i.file: sizes.get(obfuscator.text(i.file)) for i in items if i.file})
-        counts = {kind: redactor.counts.get(kind, 0) for kind in REDACTION_KINDS}
-        counts.update(redactor.counts)
-        for kind, n in (getattr(gatherer, "redacted", None) or {}).items():
-            counts[kind] = counts.get(kind, 0) + n  # masked inside the cluster, before printing
-        notes = list(doc.get("notes") or [])
-        if obfuscator:
-            notes.append("IP addresses and host names are replaced by stand-ins; the map is "
-                         "in a private file beside the bundle, not in it")
-        record = manifest(doc, items, sizes, duration_s=time.monotonic() - started,
-                          max_bytes=max_bytes, obfuscated=bool(obfuscator), redacted=counts,
-                          notes=notes)
-        record = redactor.data(record)
-        record["redacted"] = counts  # counts only, never values: not for the redactor's eyes
-        members.insert(0, Member(MANIFEST, assemble._json_bytes(record)))
-        if obfuscator:
-            assemble.obfuscate(members[:1], obfuscator)
-            obfuscator.write_map(the_map)
-            wrote_map = True
-        size = target.write(top, members)
+        size = _finish(doc, items, gatherer, target, top_path=path, max_bytes=max_bytes,
+                       obfuscate=obfuscate, the_map=the_map, started=started, say=say,
+                       diagnosis=diagnosis)
     except BaseException:
         target.abandon()
-        if wrote_map:
+        if getattr(target, "wrote_map", False):
             os.unlink(the_map)
         raise
     ok = sum(1 for i in items if i.status == "ok")
     return {"file": path, "bytes": size, "nodes": len(doc.get("nodes") or []),
             "items_ok": ok, "items_failed": len(items) - ok, "seconds": time.monotonic() - started,
-            "map": the_map, "top": top}
+            "map": the_map, "top": _top_folder(doc)}
+
+
+def _finish(doc: dict, items: list, gatherer, target, *, top_path: str, max_bytes: int,
+            obfuscate: bool, the_map, started: float, say, diagnosis) -> int:
+    """Diagnose the snapshot, redact (and obfuscate) every member, fit, write; the size."""
+    from rldoctor.bundle import assemble
+    from rldoctor.bundle.manifest import manifest
+    from rldoctor.bundle.obfuscate import Obfuscator
+    from rldoctor.bundle.writer import Member, fit
+    from rldoctor.redact import Redactor
+    from rldoctor.snapshot import Snapshot
+
+    path = top_path
+    say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
+    report = diagnosis.run(Snapshot(doc), dict(doc.get("source") or {}))
+    items += [Item("report", "report (JSON)", file="report.json"),
+              Item("report", "report (Markdown)", file="report.md")]
+
+    redactor = Redactor()
+    assemble.learn_secrets(redactor, doc, items, gatherer.secret_sources)
+    top = _top_folder(doc)
+    members = [assemble.snapshot_member(doc, redactor)]
+    members += assemble.report_members(report, doc, items, top, os.path.basename(path), redactor)
+    members += assemble.item_members(items, redactor)
+    obfuscator = Obfuscator(assemble.host_names(doc)) if obfuscate else None
+    if obfuscator:
+        assemble.obfuscate(members, obfuscator)
+    fit(members, max_bytes, reserve=_MANIFEST_RESERVE + _PER_ITEM_RESERVE * len(items))
+    cut = {m.path: m.cut_bytes for m in members if m.cut_bytes}
+    for item in items:
+        key = obfuscator.text(item.file) if (obfuscator and item.file) else item.file
+        if key in cut:
+            item.details["cut_to_fit_bytes"] = cut[key]
+    sizes = {m.path: len(m.data) for m in members}
+    if obfuscator:  # items name their files as they were before obfuscation
+        sizes.update({i.file: sizes.get(obfuscator.text(i.file)) for i in items if i.file})
+    counts = {kind: redactor.counts.get(kind, 0) for kind in REDACTION_KINDS}
+    counts.update(redactor.counts)
+    for kind, n in (getattr(gatherer, "redacted", None) or {}).items():
+        counts[kind] = counts.get(kind, 0) + n  # masked inside the cluster, before printing
+    notes = list(doc.get("notes") or [])
+    if obfuscator:
+        notes.append("IP addresses and host names are replaced by stand-ins; the map is "
+                     "in a private file beside the bundle, not in it")
+    record = manifest(doc, items, sizes, duration_s=time.monotonic() - started,
+                      max_bytes=max_bytes, obfuscated=bool(obfuscator), redacted=counts,
+                      notes=notes)
+    record = redactor.data(record)
+    record["redacted"] = counts  # counts only, never values: not for the redactor's eyes
+    members.insert(0, Member(MANIFEST, assemble._json_bytes(record)))
+    if obfuscator:
+        assemble.obfuscate(members[:1], obfuscator)
+        obfuscator.write_map(the_map)
+        target.wrote_map = True
+    return target.write(top, members)
+
+
+def write_bundle_from_logs(directory: str, path: str, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                           obfuscate: bool = False, force: bool = False, progress=None,
+                           window_s: float | None = None, diagnosis=None) -> dict:
+    """The same bundle from a dead cluster's session directories (rldoctor.inputs.logdir): the
+    snapshot read from the logs, its report, and the tails of the logs that tell the story
+    (GCS, raylets, job drivers and supervisors, the workers of failed jobs)."""
+    from rldoctor.bundle.obfuscate import map_path
+    from rldoctor.bundle.writer import BundleFile
+    from rldoctor.inputs.logdir import read_logs
+    from rldoctor.inputs.logdir.bundle_items import LogItems
+
+    from rldoctor.engine.pipeline import Diagnosis
+
+    started = time.monotonic()
+    if diagnosis is None:
+        diagnosis = Diagnosis.from_options()  # a bad ignore file: exit 2 before any reading
+    say = progress or Progress()
+    the_map = map_path(os.path.abspath(path)) if obfuscate else None
+    target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
+    try:
+        say(f"reading the logs in {directory}")
+        snap_started = time.perf_counter()
+        doc = read_logs(directory, window_s=window_s)
+        snapshot_item = Item("snapshot", "snapshot", file="snapshot.json",
+                             duration_s=round(time.perf_counter() - snap_started, 3))
+        gatherer = LogItems(doc, directory)
+        items = [snapshot_item] + gatherer.items
+        size = _finish(doc, items, gatherer, target, top_path=path, max_bytes=max_bytes,
+                       obfuscate=obfuscate, the_map=the_map, started=started, say=say,
+                       diagnosis=diagnosis)
+    except BaseException:
+        target.abandon()
+        if getattr(target, "wrote_map", False):
+            os.unlink(the_map)
+        raise
+    ok = sum(1 for i in items if i.status == "ok")
+    return {"file": path, "bytes": size, "nodes": len(doc.get("nodes") or []),
+            "items_ok": ok, "items_failed": len(items) - ok, "seconds": time.monotonic() - started,
+            "map": the_map, "top": _top_folder(doc)}

@@ -144,7 +144,7 @@ def _import_before_threads() -> None:
 def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
-    from rldoctor.cluster import actors, demands, runtime_envs, training
+    from rldoctor.cluster import actors, demands, jobs, runtime_envs, training
 
     _import_before_threads()
     cluster = doc.get("cluster")
@@ -158,8 +158,21 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
         ("demands", lambda: demands.collect(conn, budget, cluster)),
         ("workers", lambda: actors.collect_workers(conn, budget, cluster, own_workers)),
         ("runtime_envs", lambda: runtime_envs.collect(conn, budget, cluster)),
+        ("jobs", lambda: _jobs_section(doc, conn, budget, cluster, listed)),
     )]
     return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"))
+
+
+def _jobs_section(doc: dict, conn, budget, cluster, listed) -> dict:
+    """The jobs of the window (RLD405, the timeline), and when each dead node died."""
+    from rldoctor.cluster import jobs
+
+    section = jobs.collect(conn, budget, cluster, lambda: listed.result())
+    try:
+        jobs.add_node_times(doc, jobs.node_times(budget, cluster))
+    except Exception as exc:  # the times are a bonus to the timeline
+        section.setdefault("notes", []).append(f"node times not read: {error_line(exc)}")
+    return section
 
 
 def _trainings(doc: dict, sources, fleet, budget) -> dict:
@@ -275,7 +288,7 @@ class LiveSession:
         pings = RayletPings(doc.get("nodes"))
         timing["probes_started_s"] = budget.elapsed()
         _run_section(doc, "cluster", lambda: cluster_facts.collect(conn, budget))
-        with ThreadPoolExecutor(max_workers=5) as pool:
+        with ThreadPoolExecutor(max_workers=6) as pool:
             side, sources = submit_state_api_sections(pool, doc, conn, budget)
             silent = {node_id: f"no answer to a ping (GetSystemConfig) within "
                       f"{PING_DEADLINE_S:g}s" for node_id in pings.silent()}
@@ -286,6 +299,9 @@ class LiveSession:
             timing["probed_s"] = budget.elapsed()
             for future in side:
                 future.result()
+        from rldoctor.cluster.jobs import add_actor_end_times
+
+        add_actor_end_times(doc)
         _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
         doc["control_plane"] = _control_plane(doc, pings)
         doc["collectors"]["control_plane"] = {"status": "ok"}

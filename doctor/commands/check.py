@@ -8,6 +8,8 @@ bad --set) raise UsageError before anything is read.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from rldoctor.errors import UsageError
@@ -24,17 +26,36 @@ def target_specs(targets) -> list:
     return [parse_target(text) for text in targets]
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, option: str = "--since") -> float:
+    """`30m`, `2h`, `1d`, `90s` (or plain seconds) -> seconds; anything else is a usage error."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", str(text or "").lower())
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"{option} {text!r}: expected a duration such as 30m, 2h or 1d "
+                         "(a number with s, m, h or d)")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
 def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-        params=None, targets=(), runs=(), ignores=(), config=None) -> int:
+        params=None, targets=(), runs=(), ignores=(), config=None, since_s=None,
+        verbose=False) -> int:
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.report.render import RENDERERS
     from rldoctor import snapshot as snapshots
 
     if address and from_file:
         raise UsageError("--address and --from are exclusive: diagnose a live cluster or a file")
+    if since_s is not None:
+        params = dict(params or {})
+        params["RLD405"] = {**params.get("RLD405", {}), "window_s": since_s}
     # unknown codes, a bad --set, a bad ignore file: exit 2 here, before anything is read
     diagnosis = Diagnosis.from_options(only, skip, params, ignores, config,
                                        timeout_s=check_timeout)
+    diagnosis.window_s = since_s
 
     specs = target_specs(targets)
     results = None
@@ -42,7 +63,12 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
         from rldoctor.inputs.runs import read_runs
 
         results = read_runs(list(runs))
-    if from_file:
+    if from_file and os.path.isdir(from_file):  # the logs a cluster left: read, never written
+        from rldoctor.inputs.logdir import read_logs
+
+        snap = snapshots.validate(read_logs(from_file, window_s=since_s), str(from_file))
+        source = dict(snap.get("source") or {})
+    elif from_file:
         snap = snapshots.load(from_file)
         source = {"kind": "snapshot", "file": str(from_file),
                   "created_at": snap.get("created_at", ""),
@@ -57,8 +83,8 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
     else:
         from rldoctor.acquire import take_snapshot
 
-        snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False),
-                                  "live cluster")
+        snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False,
+                                                window_s=since_s), "live cluster")
         source = dict(snap.get("source") or {})
     if specs:
         from rldoctor.inputs.targets import add_targets
@@ -68,6 +94,7 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
         snap.data["runs"] = results
         snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
     report = diagnosis.run(snap, source)
+    report.verbose = verbose
     write_text(RENDERERS[fmt](report), output)
     if output:
         from rldoctor.report.render.text import summary_line

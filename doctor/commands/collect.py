@@ -45,3 +45,29 @@ def collect_bundle_file(path: str, address, timeout: float, force: bool, max_siz
             f"{done['items_ok']} item(s) collected, {done['items_failed']} not (see "
             f"manifest.json), {done['seconds']:.1f}s"
             + (f"; obfuscation map in {done['map']} (keep it private)" if done["map"] else ""))
+
+
+def collect_from_logs(directory: str, output, bundle, force: bool, max_size: float,
+                      obfuscate: bool, ignores=(), config: str | None = None) -> str:
+    """The snapshot (--output) or the bundle (--bundle) of the logs under `directory`; the
+    bundle's report honours the mutes, as collect_bundle_file's does."""
+    if bundle:
+        from rldoctor.bundle.build import write_bundle_from_logs
+        from rldoctor.engine.pipeline import Diagnosis
+
+        diagnosis = Diagnosis.from_options(ignores=ignores, config=config)  # a bad file: exit 2
+        done = write_bundle_from_logs(directory, bundle, max_bytes=int(max_size * 10**6),
+                                      obfuscate=obfuscate, force=force, diagnosis=diagnosis)
+        return (f"bundle of {done['nodes']} node(s) written to {bundle} from the logs in "
+                f"{directory}: {done['bytes'] / 1e6:.2f} MB, {done['items_ok']} item(s), "
+                f"{done['items_failed']} not (see manifest.json), {done['seconds']:.1f}s"
+                + (f"; obfuscation map in {done['map']} (keep it private)" if done["map"] else ""))
+    from rldoctor.inputs.logdir import read_logs
+    from rldoctor.redact import Redactor
+    from rldoctor.snapshot import dumps
+
+    doc = read_logs(directory)
+    write_text(dumps(Redactor().data(doc)), output)
+    jobs = (doc.get("jobs") or {}).get("jobs") or []
+    return (f"snapshot of {len(doc.get('nodes') or [])} node(s) and {len(jobs)} job(s) read "
+            f"from the logs in {directory} written to {output}")

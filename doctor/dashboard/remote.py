@@ -18,7 +18,8 @@ def open_dashboard(address: str) -> Dashboard:
                      timeout_s=REQUEST_TIMEOUT_S)
 
 
-def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict:
+def collect_through_dashboard(address: str, timeout_s: float, extras=(),
+                              window_s: float | None = None) -> dict:
     """The snapshot, taken by a job inside the cluster. An extra with `through_job` (the
     bundle's rldoctor.dashboard.bundle.JobItems) adds its options to the job and reads
     the job's output itself; the GCS path's extras (called with Ray objects) do not apply."""
@@ -34,6 +35,8 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
     shipped = time.monotonic()
     riders = [e for e in extras if hasattr(e, "through_job")][:1]
     with CollectorJob(dash, pkg, timeout_s) as job:
+        if window_s is not None:
+            job.extra_args += f" --since-s {float(window_s):g}"
         for rider in riders:
             job.extra_args += rider.job_args()
         job.submit()

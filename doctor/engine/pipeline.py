@@ -58,6 +58,7 @@ class Diagnosis:
     mute_notes: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     smoke_figures: bool = False  # smoke-train: the run's figures are a part of the report
+    window_s: float | None = None  # check --since: how far back the timeline's events count
 
     @classmethod
     def from_options(cls, only: Iterable[str] = (), skip: Iterable[str] = (),
@@ -133,6 +134,10 @@ class Diagnosis:
 
             zone_label = (self.params.get("RLD203") or {}).get("zone_label")
             report.cluster = build(snap, report.findings, zone_label)
+        if any(snap.has(s) for s in ("jobs", "nodes", "actors", "workers", "events")):
+            from rldoctor.report.timeline import build as timeline
+
+            report.timeline = timeline(snap, self.window_s)
         from rldoctor.report.skipped import fold
 
         report.folded_skips = fold(results, self.checks, snap)

@@ -147,8 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger", type=float, default=0.0,
                         help="after printing: seconds to wait for the client's stop before "
                              "the driver deletes its own log file")
+    parser.add_argument("--since-s", type=float, default=None,
+                        help="how far back ended jobs count (check --since)")
     args = parser.parse_args(argv)
     from rldoctor.job import log as job_log
+
+    if args.since_s:
+        from rldoctor.cluster import jobs
+
+        jobs.set_window(args.since_s)
 
     job_log.wipe_on_stop()
     gatherer = None

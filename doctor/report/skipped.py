@@ -2,15 +2,18 @@
 
 Such a run skips every check that reads the cluster; the table and Markdown reports list
 the checks that ran and one line per cause instead of a SKIPPED row each ("17 checks need
-a cluster: give --address or --from"). The JSON report keeps every check entry.
+a cluster: give --address or --from"). A report read from logs (`check --from DIR`) folds
+the checks that need a live cluster the same way. The JSON report keeps every check entry.
 """
 
 from __future__ import annotations
 
 from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER  # no ray: the hints for --target, --run, ...
 
-NO_CLUSTER_KINDS = ("targets", "runs", "files")
+NO_CLUSTER_KINDS = ("targets", "runs", "files", "logs")
 CLUSTER_HINT = "give --address or --from"
+# A report read from the logs a cluster left (`check --from DIR`): what it lacks is a live one.
+LOGS_HINT = "a live cluster: give --address (this report is read from logs)"
 
 
 def _live(section: str) -> bool:
@@ -33,7 +36,8 @@ def _cause(check, snap) -> str:
 
 def fold(results, checks, snap) -> list[dict] | None:
     """[{"codes": [...], "line": "..."}] for a run without a cluster, else None."""
-    if (snap.get("source") or {}).get("kind") not in NO_CLUSTER_KINDS:
+    kind = (snap.get("source") or {}).get("kind")
+    if kind not in NO_CLUSTER_KINDS:
         return None
     by_code = {c.code: c for c in checks}
     groups: dict[str, list[str]] = {}
@@ -43,8 +47,9 @@ def fold(results, checks, snap) -> list[dict] | None:
     out = []
     cluster = groups.pop("cluster", [])
     if cluster:
-        out.append({"codes": cluster, "line": f"{len(cluster)} check(s) need a cluster: "
-                                              f"{CLUSTER_HINT} ({', '.join(cluster)})"})
+        hint = f"a cluster: {CLUSTER_HINT}" if kind != "logs" else LOGS_HINT
+        out.append({"codes": cluster, "line": f"{len(cluster)} check(s) need {hint} "
+                                              f"({', '.join(cluster)})"})
     if groups:
         codes = [c for group in groups.values() for c in group]
         out.append({"codes": codes, "line": f"{len(codes)} check(s) need other input: " + "; ".join(

@@ -26,6 +26,9 @@ def report_document(report: Report) -> dict:
         doc["training"] = report.training
     if report.cluster is not None:
         doc["cluster"] = report.cluster
+    if report.timeline is not None:
+        doc["timeline"] = [{k: e.get(k) for k in ("time", "epoch", "age", "kind", "subject", "message")}
+                           for e in report.timeline]
     return doc
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from rldoctor.model import Report
-from rldoctor.report.render.text import folded_codes, mute_text, source_line, summary_line
+from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
+                                         source_line, summary_line, timeline_headline)
+from rldoctor.report.timeline import when
 
 
 def _cell(text: str) -> str:
@@ -44,17 +46,10 @@ def render_markdown(report: Report) -> str:
             out += [f"  - {_cell(member_line(m))}"
                     for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m, t.get("long_call_s"))]
         out.append("")
-    out += ["| code | check | status | time | detail |", "|---|---|---|---|---|"]
-    folded = folded_codes(report)
-    for r in report.results:
-        if r.code not in folded:
-            out.append(f"| {r.code} | {r.name} | {r.status} | {r.duration_s:.2f}s | {_cell(r.detail)} |")
-    if report.folded_skips:
-        out += [""] + [_cell(group["line"]) + "  " for group in report.folded_skips]
     findings = report.active_findings
-    out += ["", f"### Findings ({len(findings)})", ""]
+    out += [f"### Findings ({len(findings)})", ""]
     if not findings:
-        out.append("No findings." if not report.muted_findings else "No findings that are not muted.")
+        out += ["No findings." if not report.muted_findings else "No findings that are not muted.", ""]
     for f in findings:
         out += _finding(f)
     muted = report.muted_findings
@@ -63,6 +58,23 @@ def render_markdown(report: Report) -> str:
                 "Accepted findings: kept here, counted apart, left out of the status and --fail-on.", ""]
     for f in muted:
         out += _finding(f)
+    if report.timeline is not None:
+        out += ["### Timeline", "", _cell(timeline_headline(report)), ""]
+        if report.timeline:
+            out += ["| time | kind | subject | what |", "|---|---|---|---|"]
+            out += [f"| {_cell(when(e))} | {e['kind']} | `{_cell(e['subject'])}` | {_cell(e['message'])} |"
+                    for e in report.timeline]
+            out.append("")
+    out += ["### Checks", "", _cell(checks_line(report)), ""]
+    folded = folded_codes(report)
+    rows = [r for r in shown_checks(report) if r.code not in folded]
+    if rows:
+        out += ["| code | check | status | time | detail |", "|---|---|---|---|---|"]
+        for r in rows:
+            out.append(f"| {r.code} | {r.name} | {r.status} | {r.duration_s:.2f}s | {_cell(r.detail)} |")
+    if report.folded_skips:
+        out += [""] + [_cell(group["line"]) + "  " for group in report.folded_skips]
+    out.append("")
     if report.notes:
         out += ["### Notes", ""] + [f"- {_cell(n)}" for n in report.notes]
     text = "\n".join(out).rstrip() + "\n"

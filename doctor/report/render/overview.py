@@ -91,14 +91,23 @@ def columns(ov: dict, rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return headers, table
 
 
+LOGS_PREFIX = "not in a cluster's logs"  # rldoctor.inputs.logdir.build.NOT_FROM_LOGS
+
+
 def footer(ov: dict) -> list[str]:
     lines = []
     folded = folded_summary(ov)
     if folded:
         lines.append(folded)
-    if ov.get("not_collected"):
+    missing = dict(ov.get("not_collected") or {})
+    from_logs = sorted(s for s, why in missing.items() if str(why).startswith(LOGS_PREFIX))
+    if from_logs:  # a report read from logs: one line, not one reason per figure
+        lines.append(f"not in a cluster's logs (shown as -): {', '.join(from_logs)}; "
+                     "give --address for a live cluster")
+        missing = {s: why for s, why in missing.items() if s not in from_logs}
+    if missing:
         lines.append("not collected (shown as -): " + "; ".join(
-            f"{section}: {why}" for section, why in sorted(ov["not_collected"].items())))
+            f"{section}: {why}" for section, why in sorted(missing.items())))
     return lines
 
 

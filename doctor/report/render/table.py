@@ -1,4 +1,6 @@
-"""Terminal report: a table of checks, then each finding with its fix under it."""
+"""Terminal report, in the order an on-call engineer reads it: the summary, the cluster, the
+findings with the fix under each, the timeline, then the checks as one line of counts and the
+rows that are not OK (every row with --verbose)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import textwrap
 from tabulate import tabulate
 
 from rldoctor.model import Report
-from rldoctor.report.render.text import folded_codes, mute_text, source_line, summary_line
+from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
+                                         source_line, summary_line, timeline_headline)
+from rldoctor.report.timeline import when
 
 _WIDTH = 100
 
@@ -30,16 +34,9 @@ def render_table(report: Report) -> str:
         out += [f"Training ({len(report.training)} found):"] + \
             ["  " + line for line in lines or ["none: no RLlib env runner, learner or algorithm "
                                                "actor on the cluster"]] + [""]
-    folded = folded_codes(report)
-    rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
-             textwrap.shorten(r.detail, 70, placeholder=" ...")]
-            for r in report.results if r.code not in folded]
-    out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],
-                        tablefmt="simple"))
-    out += [_wrap(group["line"], "") for group in report.folded_skips or []]
     findings = report.active_findings
     if findings:
-        out += ["", f"Findings ({len(findings)}):"]
+        out += [f"Findings ({len(findings)}):"]
         for f in findings:
             out.append("")
             out.append(f"{f.severity.label.upper():<5} {f.code}  {f.subject}")
@@ -47,13 +44,26 @@ def render_table(report: Report) -> str:
             if f.fix:
                 out.append(_wrap("fix: " + f.fix, "      "))
     else:
-        out += ["", "No findings." if not report.muted_findings else "No findings that are not muted."]
+        out += ["No findings." if not report.muted_findings else "No findings that are not muted."]
     muted = report.muted_findings
     if muted:
         out += ["", f"Muted ({len(muted)}):"]
         out += [f"{f.severity.label.upper():<5} {f.code}  {f.subject}: "
                 f"{textwrap.shorten(f.message, 80, placeholder=' ...')} -- muted: {mute_text(f)}"
                 for f in muted]
+    if report.timeline is not None:
+        out += ["", timeline_headline(report)]
+        out += [_wrap(f"{when(e)}  {e['kind']}  {e['subject']}: {e['message']}", "  ")
+                for e in report.timeline]
+    out += ["", checks_line(report)]
+    folded = folded_codes(report)
+    rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
+             textwrap.shorten(r.detail, 70, placeholder=" ...")]
+            for r in shown_checks(report) if r.code not in folded]
+    if rows:
+        out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],
+                            tablefmt="simple"))
+    out += [_wrap(group["line"], "") for group in report.folded_skips or []]
     for note in report.notes:
         out.append(_wrap("note: " + note, ""))
     text = "\n".join(out) + "\n"

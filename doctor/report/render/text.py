@@ -35,3 +35,29 @@ def mute_text(f) -> str:
 def folded_codes(report: Report) -> set:
     """Codes of the skipped checks a run without a cluster shows as one line per cause."""
     return {code for group in report.folded_skips or [] for code in group["codes"]}
+
+
+def shown_checks(report: Report) -> list:
+    """The check rows the table and Markdown show: those that are not OK (all with --verbose)."""
+    if report.verbose:
+        return list(report.results)
+    return [r for r in report.results if r.status != "ok"]
+
+
+def checks_line(report: Report) -> str:
+    """`Checks: 32 run: 24 ok, 1 warn, 7 skipped` (and how to see every row)."""
+    order = ("fail", "warn", "info", "error", "ok", "skipped")
+    counts: dict[str, int] = {}
+    for r in report.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    parts = [f"{counts[s]} {s}" for s in order if counts.get(s)]
+    parts += [f"{n} {s}" for s, n in sorted(counts.items()) if s not in order]
+    hint = "" if report.verbose else "; the OK ones with --verbose"
+    return f"Checks: {len(report.results)} run: {', '.join(parts) or 'none'}{hint}"
+
+
+def timeline_headline(report: Report) -> str:
+    events = report.timeline or []
+    if not events:
+        return "Timeline: no node, worker, actor or job event recorded in the window"
+    return (f"Timeline ({len(events)} event(s), oldest first; the cluster's clock, UTC):")

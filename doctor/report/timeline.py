@@ -1,0 +1,49 @@
+"""The report's timeline: the events of an incident, oldest first (node deaths, worker and actor
+deaths with their cause, actor restarts, OOM kills, job status changes, runtime_env failures).
+
+The events come from rldoctor.checks._chains (pure, the same whatever the snapshot's source);
+this module adds each event's clock time (the cluster's, in UTC) and its age from the snapshot.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from rldoctor.checks import _chains
+
+
+def build(snap, window_s: float | None = None) -> list[dict]:
+    data = snap.data
+    now = _chains.now_of(data)
+    window = _chains.window_of(data, window_s)
+    rows = []
+    for event in _chains.timeline_events(data):
+        t = event["time"]
+        if t is not None and now is not None and t < now - window:
+            continue
+        rows.append({"time": _iso(t), "epoch": t, "age": age_text(now - t) if (t and now) else None,
+                     "kind": event["kind"], "subject": event["subject"], "message": event["message"]})
+    return rows
+
+
+def _iso(t) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def age_text(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.1f} d ago"
+
+
+def when(row: dict) -> str:
+    if not row.get("time"):
+        return "time not recorded"
+    return f"{row['time']} ({row['age']})" if row.get("age") else row["time"]
