@@ -96,9 +96,12 @@ def actor_restarts(snap, params):
         The worker process behind the actor keeps dying: the env raises or segfaults,
         the node runs out of memory, or the node itself goes away. RLlib restarts env
         runners by default (`restart_failed_env_runners=True`), so a deterministic
-        failure becomes a restart storm instead of an error. An actor that someone
-        stopped with `ray.kill` is not reported: nothing restarts it any more (the
-        crashes of its workers stay in RLD403).
+        failure becomes a restart storm instead of an error. Reported are actors that
+        restart now or restarted, and actors that died for good of their crashes while
+        their job still runs. An actor that is over is not: one someone stopped with
+        `ray.kill`, one that died with its owner (a driver killed or gone, or the actor
+        that created it), one whose job ended; nothing restarts it any more (the crashes
+        of its workers stay in RLD403, with their time).
 
     Fix:
         Find the cause of the deaths (the last death is in the evidence; see RLD402 and
@@ -121,9 +124,11 @@ def actor_restarts(snap, params):
                    "The state API serves at most 10,000 rows (RAY_MAX_LIMIT_FROM_API_SERVER on the "
                    "head); look class by class with `ray list actors --detail --filter "
                    "class_name=<Class> --limit 10000`, and remove dead detached actors.")
+    ended_jobs = actors_section.get("ended_jobs") or {}  # {job id: end ms}; absent before 2026-12
     restarted = [a for a in actors_section.get("items") or []
                  if (a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING")
-                 and not _stopped_on_purpose(a)]
+                 and not _stopped_on_purpose(a)
+                 and not (a.get("state") == "DEAD" and a.get("job_id") in ended_jobs)]
     restarted.sort(key=lambda a: (-a.get("num_restarts", 0), a["actor_id"]))
     per_class: dict[str, list[dict]] = defaultdict(list)
     for actor in restarted:
@@ -143,13 +148,16 @@ def actor_restarts(snap, params):
 
 
 def _stopped_on_purpose(actor: dict) -> bool:
-    """A dead actor someone ended with `ray.kill`: its restarts are over, nothing restarts it.
+    """A dead actor whose end was no crash of its own: someone ended it with `ray.kill`, its
+    owner (the driver or the actor that created it) died, or every reference to it went
+    away. Its restarts are over, nothing restarts it: no crash loop, whatever its count.
 
-    Its workers' crashes stay visible (RLD403); an actor that died of its crashes, its
-    node or its owner is still reported.
+    Its workers' crashes stay visible (RLD403); an actor that died for good of its own
+    crashes (or with its node) while its job still runs is still reported.
     """
     cause = actor.get("death_cause") or {}
-    return actor.get("state") == "DEAD" and cause.get("reason") == "RAY_KILL"
+    return actor.get("state") == "DEAD" and cause.get("reason") in (
+        "RAY_KILL", "OWNER_DIED", "OUT_OF_SCOPE", "REF_DELETED")
 
 
 def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
@@ -214,7 +222,8 @@ _KERNEL_OOM_FIX = (
 )
 
 
-@check("RLD402", "oom-kills", area="workers", requires=("workers",))
+@check("RLD402", "oom-kills", area="workers", requires=("workers",),
+       params={"recent_hours": RECENT_HOURS})
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
 
@@ -256,7 +265,7 @@ def oom_kills(snap, params):
             threshold, source = latest["threshold_fraction"], "Ray's kill message"
         node = snap.node(node_id) or {}
         age = age_hours(events[0].get("end_time_ms"), created)
-        severity = info if age is not None and age > RECENT_HOURS else fail
+        severity = info if age is not None and age > params["recent_hours"] else fail
         tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?"
                         for e in events})
         used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
@@ -283,6 +292,10 @@ def oom_kills(snap, params):
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
             vanished[w["node_id"]].append(w)
     for node_id, workers in sorted(vanished.items()):
+        # a vanishing older than the window is history: info, so no ticket stays open for it
+        recent = [w for w in workers
+                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
+        said = warn if recent else info
         host = (snap.get("hosts") or {}).get(node_id) or {}
         log = host.get("kernel_oom_log") or {}
         evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
@@ -293,7 +306,7 @@ def oom_kills(snap, params):
             if not matched:
                 continue  # the kernel killed none of them: RLD403 reports the crash
             evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
-            yield warn(f"node:{node_id}",
+            yield said(f"node:{node_id}",
                        f"{len(matched)} worker(s) on node {node_id[:12]} were killed by the "
                        f"kernel's OOM killer (the kernel log says \"Killed process "
                        f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
@@ -305,7 +318,7 @@ def oom_kills(snap, params):
         counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
         if not any(counters.values()):
             continue
-        yield warn(f"node:{node_id}",
+        yield said(f"node:{node_id}",
                    f"{len(workers)} worker(s) on node {node_id[:12]} vanished without notice and "
                    f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
                    "in the node's memory cgroup: they may have been killed for memory by the "
@@ -328,7 +341,7 @@ _CRASH_FIX = (
 
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
-       params={"fail_at_crashes": 3})
+       params={"fail_at_crashes": 3, "recent_hours": RECENT_HOURS})
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
 
@@ -360,7 +373,7 @@ def worker_crashes(snap, params):
         workers.sort(key=lambda w: -(w.get("end_time_ms") or 0))
         latest = workers[0]
         recent = [w for w in workers
-                  if (age_hours(w.get("end_time_ms"), created) or 0) <= RECENT_HOURS]
+                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
         kinds = sorted({crash_kind(w.get("exit_detail", "")) for w in workers})
         if not recent:
             severity = info
