@@ -82,7 +82,7 @@ def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
 
 
 @check("RLD401", "actor-restarts", area="workers", requires=("actors",),
-       params={"fail_at_restarts": 3, "findings_per_class": 5})
+       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_HOURS})
 def actor_restarts(snap, params):
     """Actors restarting or crash-looping, RLlib env runners and learners among them.
 
@@ -138,7 +138,7 @@ def actor_restarts(snap, params):
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
         for actor in shown:
-            yield _restart_finding(actor, index, params, fix)
+            yield _restart_finding(actor, index, params, fix, snap.get("created_at"))
         rest = actors[len(shown):]
         if rest:
             yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
@@ -160,10 +160,15 @@ def _stopped_on_purpose(actor: dict) -> bool:
         "RAY_KILL", "OWNER_DIED", "OUT_OF_SCOPE", "REF_DELETED")
 
 
-def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
+def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str,
+                     created: str | None = None):
     restarts = actor.get("num_restarts", 0)
     state = actor.get("state")
     deaths, matched = _deaths_of(actor, index)
+    # up again, and its own last death (matched by pid) older than the window: no restarts now
+    since = age_hours(deaths[0].get("end_time_ms"), created) \
+        if deaths and matched == "pid or name" else None
+    stable = state == "ALIVE" and since is not None and since > params["recent_hours"]
     last = None
     if deaths:
         w = deaths[0]
@@ -176,6 +181,9 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
         severity, how = fail, f"is restarting now (restarted {restarts} time(s) so far)"
     elif state == "DEAD":
         severity, how = fail, f"restarted {restarts} time(s), then died for good"
+    elif stable:
+        severity, how = info, (f"restarted {restarts} time(s), the last {since:.1f} h ago; "
+                               "up since, no restart now")
     elif restarts >= params["fail_at_restarts"]:
         severity, how = fail, f"restarted {restarts} times: crash loop"
     else:
@@ -193,7 +201,7 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
                 "state": state, "node_id": actor.get("node_id"), "num_restarts": restarts,
                 "num_restarts_due_to_node_preemption":
                     actor.get("num_restarts_due_to_node_preemption", 0),
-                "last_death": last, "deaths_found": len(deaths)}
+                "last_death": last, "deaths_found": len(deaths), "hours_since_last_death": since}
     return severity(f"actor:{actor['actor_id']}", message, evidence, fix)
 
 

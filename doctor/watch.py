@@ -29,12 +29,13 @@ ANSWER_MARGIN_S = 20.0  # beyond --timeout, before a silent child is given up on
 GCS_LOOK_S = 1.0  # while a round runs, how often the GCS port is tried
 
 
-# Findings about past events (a worker's crash, a memory kill) keep their warn or fail, and so
-# their ticket or page, while the newest event is younger than this window; after it they
-# stay in the report and /metrics at info (no alert). `check` uses 24 h (their recent_hours).
+# Findings about past events (a worker's crash, a memory kill, the last restart of an actor
+# that is up again) keep their warn or fail, and so their ticket or page, while the newest
+# event is younger than this window; after it they stay in the report and /metrics at info
+# (no alert). `check` uses 24 h (their recent_hours).
 PAST_WINDOW_ROUNDS = 10
 PAST_WINDOW_MIN_S = 600.0
-PAST_EVENT_CHECKS = ("RLD402", "RLD403")
+PAST_EVENT_CHECKS = ("RLD401", "RLD402", "RLD403")
 
 
 def past_window_s(interval_s: float) -> float:

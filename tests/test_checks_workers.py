@@ -249,7 +249,7 @@ def test_rld402_memory_kills_and_vanished_workers_older_than_the_window_are_info
 def test_watch_gives_the_checks_about_past_events_a_window_tied_to_its_interval():
     from rldoctor.watch import PAST_EVENT_CHECKS, past_window_s, with_past_window
 
-    assert set(PAST_EVENT_CHECKS) == {"RLD402", "RLD403"}
+    assert set(PAST_EVENT_CHECKS) == {"RLD401", "RLD402", "RLD403"}
     assert past_window_s(15) == 600 and past_window_s(60) == 600 and past_window_s(300) == 3000
     params = with_past_window({"RLD403": {"fail_at_crashes": 5}}, 120)
     assert params["RLD403"] == {"fail_at_crashes": 5, "recent_hours": 1200 / 3600}
@@ -258,3 +258,23 @@ def test_watch_gives_the_checks_about_past_events_a_window_tied_to_its_interval(
     given = {"RLD402": {"recent_hours": 2}}
     assert with_past_window(given, 15)["RLD402"]["recent_hours"] == 2
     assert given == {"RLD402": {"recent_hours": 2}}
+
+
+def test_rld401_an_actor_up_again_whose_last_death_is_older_than_the_window_is_info():
+    """Restarted three times, up again since: a crash loop while its last death is recent,
+    history (info, no page) once that death is older than recent_hours."""
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)  # Ray's task events name the pids of its earlier workers
+    actor["pids"] = [[w["node_id"], w["pid"]] for w in data["workers"]["dead"]
+                     if w["node_id"] == actor["node_id"] and w["exit_type"] == "SYSTEM_ERROR"]
+    assert actor["pids"]
+    [loop] = run(actor_restarts, data)
+    assert loop.severity is Severity.FAIL and loop.evidence["last_death"]["matched_by"] == "pid or name"
+    last = loop.evidence["hours_since_last_death"]
+    assert last is not None and last < 24
+    [stable] = run(actor_restarts, data, recent_hours=last / 2)
+    assert stable.severity is Severity.INFO and "no restart now" in stable.message
+    assert stable.subject == loop.subject
+    flaky(data)["state"] = "RESTARTING"  # restarting now: whatever the age of the last death
+    [now] = run(actor_restarts, data, recent_hours=last / 2)
+    assert now.severity is Severity.FAIL
