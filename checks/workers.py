@@ -246,6 +246,8 @@ def oom_kills(snap, params):
         0.95 by default), so the raylet killed the most recently started workers; or the
         Linux OOM killer struck first. In RLlib this is nearly always heap memory: too
         many env runners per node, large sample batches, or a leak, not the object store.
+        Kills older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
+        10 minutes)) are reported at info: history, no ticket.
 
     Fix:
         Fewer or smaller env runners per node, more memory per node, or a fixed leak.
@@ -365,6 +367,8 @@ def worker_crashes(snap, params):
         it as exit type `SYSTEM_ERROR`, and so it records a worker stopped with SIGTERM
         ("The process receives a SIGTERM"). rldoctor's own probe workers (namespace
         `rldoctor-*`) are left out: Ray may stop one with SIGTERM as its run ends.
+        Crashes older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
+        10 minutes)) are reported at info: history, no ticket.
 
     Fix:
         Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check
