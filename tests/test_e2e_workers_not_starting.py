@@ -69,6 +69,8 @@ def test_a_node_whose_workers_hang_at_start_is_rld106_in_normal_time(hung_cluste
     assert "is alive (its raylet answers)" in finding["message"]
     signal = finding["evidence"]["raylet_log"]["workers_not_registered"]
     assert signal["count"] >= 1 and f'{signal["count"]}x' in finding["message"]
+    # three nodes share one log folder: the line is from the hung node's own raylet files
+    assert signal["file"] in ("raylet.2.err", "raylet.2.out"), signal
     # Not held for the probe's full 8 s: stragglers get 2.5x what their peers took (>= 4 s).
     waited = int(re.search(r"no answer within (\d+)s", finding["evidence"]["probe_error"]).group(1))
     assert waited < 8, finding["evidence"]
@@ -94,35 +96,3 @@ def test_the_bundle_holds_the_hung_nodes_raylet_lines(hung_cluster, tmp_path):
     assert any(b"have not registered within the timeout" in data for data in logs.values()), \
         sorted(logs)
 
-
-@pytest.mark.slow
-def test_at_rays_own_register_timeout_rld106_quotes_the_raylet_and_rld101_says_no_busy(
-        tmp_path_factory):
-    """Issue 37, as a user meets it: Ray's default 60 s register timeout (not the 5 s
-    above), the hung node alone with the head, `check` 75 s after the pinned task. RLD106
-    names the node with the raylet's own line; RLD101 does not call the node busy."""
-    site = hang_site(tmp_path_factory.mktemp("hang-site-default"))
-    specs = [NodeSpec(), NodeSpec(env={"PYTHONPATH": site}, resources={"hung_node": 1})]
-    with LocalCluster(specs) as cluster:
-        prologue = ("import ray, logging\n"
-                    f"ray.init(address={cluster.address!r}, logging_level=logging.ERROR, "
-                    "log_to_driver=False)\n")
-        driver = subprocess.Popen([sys.executable, "-u", "-c", prologue + PINNED_TASK],
-                                  env=cluster.client_env(), stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        try:
-            assert "submitted" in driver.stdout.readline()
-            time.sleep(75)  # past Ray's 60 s worker_register_timeout_seconds
-            hung = cluster.nodes[1].node_id
-            result = check_json(cluster)
-        finally:
-            driver.kill()
-            driver.wait()
-    found = {f["subject"]: f for f in result.findings("RLD106")}
-    assert set(found) == {f"node:{hung}"}, result
-    finding = found[f"node:{hung}"]
-    assert finding["severity"] == "fail"
-    assert "Some workers of the worker process(" in finding["message"]
-    assert "have not registered within the timeout" in finding["message"], finding
-    assert all("busy" not in f["message"] for f in result.findings("RLD101")), result
-    assert result.findings("RLD101") == [], result
