@@ -115,6 +115,16 @@ def test_rld106_names_the_hung_node_with_rays_line_and_rld101_steps_aside():
     data["versions"]["failed"][HUNG]["ray_logs"] = {"signals": {}, "files": ["raylet.2.out"]}
     assert run(workers_not_starting, data) == []
     assert [f.severity for f in run(node_dead, data)] == [Severity.WARN]
+    # ... and says the node's workers do not start, not that it is busy (issue 37): Ray's
+    # raylet says why only RAY_worker_register_timeout_seconds after a worker's start.
+    [early] = run(node_dead, data)
+    assert "worker processes do not start" in early.message and "busy" not in early.message
+    assert "has not said why yet (read: raylet.2.out)" in early.message
+    assert "RAY_worker_register_timeout_seconds (60 s by default)" in early.message
+    assert "RLD106" in early.fix and early.evidence["workers_start"] is False
+    data["versions"]["failed"][HUNG]["ray_logs"] = {"error": "log listing: timed out"}
+    [unread] = run(node_dead, data)
+    assert "its raylet log could not be read: log listing: timed out" in unread.message
 
 
 def test_rld106_from_a_probe_that_did_start_is_a_warn():

@@ -48,8 +48,11 @@ def test_rld401_severity(restarts, state, severity):
 
 
 @pytest.mark.parametrize("reason,reported", [
-    ("RAY_KILL", False), ("WORKER_DIED", True), ("OWNER_DIED", True), ("NODE_DIED", True)])
+    ("RAY_KILL", False), ("WORKER_DIED", True), ("OWNER_DIED", False), ("NODE_DIED", True),
+    ("OUT_OF_SCOPE", False), ("REF_DELETED", False)])
 def test_rld401_a_crash_looper_someone_stopped_with_ray_kill_is_over(reason, reported):
+    """Over: stopped with ray.kill, died with its owner (issue 37: a driver SIGKILLed while its
+    actor crash-looped paged forever), or every reference to it went away."""
     data = copy.deepcopy(FAULTS)
     actor = flaky(data)
     actor["state"] = "DEAD"
@@ -181,3 +184,97 @@ def test_rld401_says_when_the_actor_list_was_truncated():
     findings = run(actor_restarts, data)
     [note] = [f for f in findings if f.severity is Severity.INFO]
     assert "10000 of 12345" in note.message
+
+
+def test_rld401_a_dead_actor_whose_job_ended_is_over_a_restarting_one_is_not():
+    """A dead actor of an ended job is no crash loop; one that died of its crashes while its
+    job runs, or a detached one that restarts now after its job ended, still is."""
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)
+    actor["state"] = "DEAD"
+    actor["death_cause"] = {"kind": "actor_died_error_context", "reason": "WORKER_DIED",
+                            "message": "The actor is dead because its worker process has died.",
+                            "never_started": False}
+    subject = f"actor:{actor['actor_id']}"
+    [finding] = run(actor_restarts, data)  # its job runs (or Ray did not say): died for good
+    assert finding.subject == subject and "died for good" in finding.message
+    data["actors"]["ended_jobs"] = {"ffffffff": 1}  # another job ended
+    assert [f.subject for f in run(actor_restarts, data)] == [subject]
+    data["actors"]["ended_jobs"][actor["job_id"]] = 1764748800000
+    assert run(actor_restarts, data) == []
+    assert run(worker_crashes, data) == run(worker_crashes, FAULTS)  # the crashes stay
+    actor["state"], actor["is_detached"] = "RESTARTING", True
+    [finding] = run(actor_restarts, data)
+    assert finding.severity is Severity.FAIL and "restarting now" in finding.message
+
+
+def _newest_crash_ms(data):
+    return max(w["end_time_ms"] for w in data["workers"]["dead"] if w["exit_type"] == "SYSTEM_ERROR")
+
+
+def _at(ms):
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="seconds")
+
+
+def test_rld403_crashes_older_than_the_window_are_info_not_a_ticket():
+    """`watch` gives RLD403 a window of its own (recent_hours): crashes older than it stay
+    in the report at info, so the ticket closes; newer ones keep warn or fail."""
+    data = copy.deepcopy(FAULTS)
+    newest = _newest_crash_ms(data)
+    data["created_at"] = _at(newest + 11 * 60_000)  # 11 minutes after the newest crash
+    [default] = run(worker_crashes, data)
+    assert default.severity is Severity.FAIL  # check's 24 h: still recent
+    [late] = run(worker_crashes, data, recent_hours=600 / 3600)
+    assert late.severity is Severity.INFO and late.evidence["crashes"] == 4
+    assert late.evidence["recent_crashes"] == 0 and "died of a system error" in late.message
+    data["created_at"] = _at(newest + 5 * 60_000)
+    [soon] = run(worker_crashes, data, recent_hours=600 / 3600)
+    assert soon.severity in (Severity.WARN, Severity.FAIL) and soon.evidence["recent_crashes"] >= 1
+
+
+def test_rld402_memory_kills_and_vanished_workers_older_than_the_window_are_info():
+    data = copy.deepcopy(FAULTS)
+    node1 = BY_IP["127.0.0.11"]
+    data["hosts"][node1]["cgroup_oom_kills"] = 1
+    kills = [w["end_time_ms"] for w in data["workers"]["dead"]
+             if w["exit_type"] in ("NODE_OUT_OF_MEMORY", "SYSTEM_ERROR")]
+    data["created_at"] = _at(max(kills) + 11 * 60_000)
+    assert {f.severity for f in run(oom_kills, data)} == {Severity.FAIL, Severity.WARN}
+    late = run(oom_kills, data, recent_hours=600 / 3600)
+    assert len(late) == 2 and {f.severity for f in late} == {Severity.INFO}
+
+
+def test_watch_gives_the_checks_about_past_events_a_window_tied_to_its_interval():
+    from rldoctor.watch import PAST_EVENT_CHECKS, past_window_s, with_past_window
+
+    assert set(PAST_EVENT_CHECKS) == {"RLD401", "RLD402", "RLD403"}
+    assert past_window_s(15) == 600 and past_window_s(60) == 600 and past_window_s(300) == 3000
+    params = with_past_window({"RLD403": {"fail_at_crashes": 5}}, 120)
+    assert params["RLD403"] == {"fail_at_crashes": 5, "recent_hours": 1200 / 3600}
+    assert params["RLD402"] == {"recent_hours": 1200 / 3600}
+    # --set wins, and the caller's dict is left alone
+    given = {"RLD402": {"recent_hours": 2}}
+    assert with_past_window(given, 15)["RLD402"]["recent_hours"] == 2
+    assert given == {"RLD402": {"recent_hours": 2}}
+
+
+def test_rld401_an_actor_up_again_whose_last_death_is_older_than_the_window_is_info():
+    """Restarted three times, up again since: a crash loop while its last death is recent,
+    history (info, no page) once that death is older than recent_hours."""
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)  # Ray's task events name the pids of its earlier workers
+    actor["pids"] = [[w["node_id"], w["pid"]] for w in data["workers"]["dead"]
+                     if w["node_id"] == actor["node_id"] and w["exit_type"] == "SYSTEM_ERROR"]
+    assert actor["pids"]
+    [loop] = run(actor_restarts, data)
+    assert loop.severity is Severity.FAIL and loop.evidence["last_death"]["matched_by"] == "pid or name"
+    last = loop.evidence["hours_since_last_death"]
+    assert last is not None and last < 24
+    [stable] = run(actor_restarts, data, recent_hours=last / 2)
+    assert stable.severity is Severity.INFO and "no restart now" in stable.message
+    assert stable.subject == loop.subject
+    flaky(data)["state"] = "RESTARTING"  # restarting now: whatever the age of the last death
+    [now] = run(actor_restarts, data, recent_hours=last / 2)
+    assert now.severity is Severity.FAIL

@@ -106,3 +106,16 @@ def test_a_probe_that_answered_with_an_error_leaves_the_node_alive():
     assert node_state.of_id(doc, node_id).state == "ALIVE"
     doc["versions"]["failed"][node_id]["error"] = "ray.exceptions.ActorDiedError: gone"
     assert node_state.of_id(doc, node_id).state == "NOT ANSWERING"
+
+
+def test_a_nodes_row_names_its_raylets_socket_the_stem_of_its_raylet_logs():
+    """Nodes sharing one log folder write raylet.out, raylet.1.out, ... named like their
+    raylet's socket: the row keeps that name, so a node's own raylet lines are read (RLD106)."""
+    from rldoctor.collect.nodes import rows
+
+    table = [{"NodeID": "ab" * 28, "Alive": True, "NodeManagerAddress": "10.0.0.2",
+              "RayletSocketName": "/tmp/ray/session_x/sockets/raylet.2", "Resources": {}},
+             {"NodeID": "cd" * 28, "Alive": True, "NodeManagerAddress": "10.0.0.3",
+              "Resources": {}}]
+    found = {r["node_id"]: r["raylet_socket"] for r in rows(table, {})}
+    assert found == {"ab" * 28: "raylet.2", "cd" * 28: None}

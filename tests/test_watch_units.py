@@ -192,3 +192,40 @@ def test_messages_in_the_log_and_the_metrics_are_redacted():
     for event in watch_transitions.changes({}, now, datetime.now(timezone.utc)):
         log.write(event)
     assert secret not in log._out.getvalue()
+
+
+def test_a_watch_closes_the_ticket_of_a_crash_older_than_its_window(monkeypatch, tmp_path):
+    """`rldoctor watch` itself (run_watch) judges RLD403 with its own window: crashes 11
+    minutes old are a fail in `check` (24 h) but info in a watch of --interval 15 (10 min):
+    no ticket stays open for them, the finding (and its series) is still there."""
+    import signal
+
+    from rldoctor import watch as watch_module
+    from rldoctor.snapshot import Snapshot
+
+    data = fixture("worker-faults")
+    newest = max(w["end_time_ms"] for w in data["workers"]["dead"] if w["exit_type"] == "SYSTEM_ERROR")
+    data["created_at"] = datetime.fromtimestamp(newest / 1000 + 660, timezone.utc).isoformat()
+    diagnosis = Diagnosis(REGISTRY, REGISTRY.checks)
+    checked = diagnosis.run(Snapshot(data), {})
+    assert {f.severity.label for f in checked.findings if f.code == "RLD403"} == {"fail"}
+
+    class OneSnapshot(Replay):
+        def __init__(self, address, timeout_s):
+            super().__init__([data])
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(watch_module, "CollectorProcess", OneSnapshot)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    log = tmp_path / "transitions.jsonl"
+    try:
+        code = watch_module.run_watch("127.0.0.1:1", 15, 0, "127.0.0.1", str(log), diagnosis, 10,
+                                      max_rounds=1)
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert code == 0
+    opened = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {e["severity"] for e in opened if e["code"] == "RLD403"} == {"info"}, opened

@@ -43,8 +43,9 @@ def node_dead(snap, params):
         `AUTOSCALER_DRAIN_PREEMPTED`, `AUTOSCALER_DRAIN_IDLE` or `EXPECTED_TERMINATION`.
         A node the GCS still lists as alive but whose raylet does not answer a cheap
         ping within 2 s is reported as "not answering" (frozen or cut off) before the GCS
-        notices; one whose raylet answers but whose probe worker did not start is busy
-        (a warn, with the ping's time). A node that does not answer because some of its
+        notices; one whose raylet answers but whose probe's worker never ran is a node
+        whose workers do not start (a warn, until its raylet says why: RLD106). A node
+        that does not answer because some of its
         ports are closed to other nodes (a firewall) is RLD204's, which names the ports;
         a frozen raylet still accepts connections and stays "not answering" here.
 
@@ -111,20 +112,39 @@ def node_dead(snap, params):
             if set(snap.log_signals(node_id)) & {
                     "workers_not_registered", "no_available_ports"}:
                 continue  # alive, with Ray's word that its workers do not start: RLD106
-            answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
-                       "node is up but busy or unable to start a worker" if
-                       ping.get("ms") is not None else "")
+            took = f" (a ping took {ping['ms']:.0f} ms)" if ping.get("ms") is not None else ""
+            answers = f"; its raylet answers{took}, so the node is up" if took else ""
+            fix = ("The raylet may be dying, overloaded or cut off. Check the host (load, "
+                   "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
+                   "`rldoctor check` again: the GCS marks a node dead after its health checks "
+                   "fail (about 15 s by default). A worker port range closed to the head "
+                   "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
+                   "through a task a peer places on the node, which did not answer either.")
+            starts = failure.get("kind") == "timeout" and failure.get("raylet") == "answers"
+            if starts:
+                fix = ("Its worker processes hang or die at start, so tasks and actors placed "
+                       "on it wait: see `rldoctor explain RLD106` (a sitecustomize or .pth hook, "
+                       "an import from a slow network file system, a broken Python environment "
+                       "on that node; `py-spy dump --pid` of its newest `default_worker.py`), "
+                       "and run `rldoctor check` again after the register timeout for Ray's "
+                       "own line.")
+                read = failure.get("ray_logs") or {}
+                where = (f"read: {', '.join(read.get('files') or []) or 'no raylet log'}"
+                         if "error" not in read else
+                         f"its raylet log could not be read: {read['error'][:120]}")
+                answers = (f"; its raylet answers{took} but the worker of the probe never ran: "
+                           "the node's worker processes do not start. Ray's raylet has not "
+                           f"said why yet ({where}); it logs \"have not registered within the "
+                           "timeout\" once a worker has waited RAY_worker_register_timeout_seconds "
+                           "(60 s by default), and then RLD106 quotes it")
             yield warn(
                 subject,
                 f"{snap.label(node_id)} is alive in the GCS but did not "
                 f"answer a zero-CPU probe: {error[:160]}{answers}",
-                {**evidence, "probe_error": error, "raylet_ping": ping or None},
-                "The raylet may be dying, overloaded or cut off. Check the host (load, "
-                "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
-                "`rldoctor check` again: the GCS marks a node dead after its health checks "
-                "fail (about 15 s by default). A worker port range closed to the head "
-                "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
-                "through a task a peer places on the node, which did not answer either.",
+                {**evidence, "probe_error": error, "raylet_ping": ping or None,
+                 **({"workers_start": False, "raylet_log": failure.get("ray_logs")}
+                    if starts else {})},
+                fix,
             )
 
 

@@ -84,7 +84,7 @@ def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
 
 
 @check("RLD401", "actor-restarts", area="workers", requires=("actors",),
-       params={"fail_at_restarts": 3, "findings_per_class": 5})
+       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_HOURS})
 def actor_restarts(snap, params):
     """Actors restarting or crash-looping, RLlib env runners and learners among them.
 
@@ -98,9 +98,12 @@ def actor_restarts(snap, params):
         The worker process behind the actor keeps dying: the env raises or segfaults,
         the node runs out of memory, or the node itself goes away. RLlib restarts env
         runners by default (`restart_failed_env_runners=True`), so a deterministic
-        failure becomes a restart storm instead of an error. An actor that someone
-        stopped with `ray.kill` is not reported: nothing restarts it any more (the
-        crashes of its workers stay in RLD403).
+        failure becomes a restart storm instead of an error. Reported are actors that
+        restart now or restarted, and actors that died for good of their crashes while
+        their job still runs. An actor that is over is not: one someone stopped with
+        `ray.kill`, one that died with its owner (a driver killed or gone, or the actor
+        that created it), one whose job ended; nothing restarts it any more (the crashes
+        of its workers stay in RLD403, with their time).
 
     Fix:
         Find the cause of the deaths (the last death is in the evidence; see RLD402 and
@@ -123,9 +126,11 @@ def actor_restarts(snap, params):
                    "The state API serves at most 10,000 rows (RAY_MAX_LIMIT_FROM_API_SERVER on the "
                    "head); look class by class with `ray list actors --detail --filter "
                    "class_name=<Class> --limit 10000`, and remove dead detached actors.")
+    ended_jobs = actors_section.get("ended_jobs") or {}  # {job id: end ms}; absent before 2026-12
     restarted = [a for a in actors_section.get("items") or []
                  if (a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING")
-                 and not _stopped_on_purpose(a)]
+                 and not _stopped_on_purpose(a)
+                 and not (a.get("state") == "DEAD" and a.get("job_id") in ended_jobs)]
     restarted.sort(key=lambda a: (-a.get("num_restarts", 0), a["actor_id"]))
     per_class: dict[str, list[dict]] = defaultdict(list)
     for actor in restarted:
@@ -135,7 +140,8 @@ def actor_restarts(snap, params):
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
         for actor in shown:
-            yield _restart_finding(actor, index, params, fix, snap.label(actor.get("node_id")))
+            yield _restart_finding(actor, index, params, fix, snap.label(actor.get("node_id")),
+                                   snap.get("created_at"))
         rest = actors[len(shown):]
         if rest:
             yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
@@ -145,19 +151,27 @@ def actor_restarts(snap, params):
 
 
 def _stopped_on_purpose(actor: dict) -> bool:
-    """A dead actor someone ended with `ray.kill`: its restarts are over, nothing restarts it.
+    """A dead actor whose end was no crash of its own: someone ended it with `ray.kill`, its
+    owner (the driver or the actor that created it) died, or every reference to it went
+    away. Its restarts are over, nothing restarts it: no crash loop, whatever its count.
 
-    Its workers' crashes stay visible (RLD403); an actor that died of its crashes, its
-    node or its owner is still reported.
+    Its workers' crashes stay visible (RLD403); an actor that died for good of its own
+    crashes (or with its node) while its job still runs is still reported.
     """
     cause = actor.get("death_cause") or {}
-    return actor.get("state") == "DEAD" and cause.get("reason") == "RAY_KILL"
+    return actor.get("state") == "DEAD" and cause.get("reason") in (
+        "RAY_KILL", "OWNER_DIED", "OUT_OF_SCOPE", "REF_DELETED")
 
 
-def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, where: str):
+def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, where: str,
+                     created: str | None = None):
     restarts = actor.get("num_restarts", 0)
     state = actor.get("state")
     deaths, matched = _deaths_of(actor, index)
+    # up again, and its own last death (matched by pid) older than the window: no restarts now
+    since = age_hours(deaths[0].get("end_time_ms"), created) \
+        if deaths and matched == "pid or name" else None
+    stable = state == "ALIVE" and since is not None and since > params["recent_hours"]
     last = None
     if deaths:
         w = deaths[0]
@@ -170,6 +184,9 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, wh
         severity, how = fail, f"is restarting now (restarted {restarts} time(s) so far)"
     elif state == "DEAD":
         severity, how = fail, f"restarted {restarts} time(s), then died for good"
+    elif stable:
+        severity, how = info, (f"restarted {restarts} time(s), the last {since:.1f} h ago; "
+                               "up since, no restart now")
     elif restarts >= params["fail_at_restarts"]:
         severity, how = fail, f"restarted {restarts} times: crash loop"
     else:
@@ -186,7 +203,7 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, wh
                 "state": state, "node_id": actor.get("node_id"), "num_restarts": restarts,
                 "num_restarts_due_to_node_preemption":
                     actor.get("num_restarts_due_to_node_preemption", 0),
-                "last_death": last, "deaths_found": len(deaths)}
+                "last_death": last, "deaths_found": len(deaths), "hours_since_last_death": since}
     return severity(f"actor:{actor['actor_id']}", message, evidence, fix)
 
 
@@ -215,7 +232,8 @@ _KERNEL_OOM_FIX = (
 )
 
 
-@check("RLD402", "oom-kills", area="workers", requires=("workers",))
+@check("RLD402", "oom-kills", area="workers", requires=("workers",),
+       params={"recent_hours": RECENT_HOURS})
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
 
@@ -230,6 +248,8 @@ def oom_kills(snap, params):
         0.95 by default), so the raylet killed the most recently started workers; or the
         Linux OOM killer struck first. In RLlib this is nearly always heap memory: too
         many env runners per node, large sample batches, or a leak, not the object store.
+        Kills older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
+        10 minutes)) are reported at info: history, no ticket.
 
     Fix:
         Fewer or smaller env runners per node, more memory per node, or a fixed leak.
@@ -257,7 +277,7 @@ def oom_kills(snap, params):
             threshold, source = latest["threshold_fraction"], "Ray's kill message"
         node = snap.node(node_id) or {}
         age = age_hours(events[0].get("end_time_ms"), created)
-        severity = info if age is not None and age > RECENT_HOURS else fail
+        severity = info if age is not None and age > params["recent_hours"] else fail
         tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?"
                         for e in events})
         used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
@@ -284,6 +304,10 @@ def oom_kills(snap, params):
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
             vanished[w["node_id"]].append(w)
     for node_id, workers in sorted(vanished.items()):
+        # a vanishing older than the window is history: info, so no ticket stays open for it
+        recent = [w for w in workers
+                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
+        said = warn if recent else info
         host = snap.host(node_id)
         log = host.get("kernel_oom_log") or {}
         evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
@@ -294,7 +318,7 @@ def oom_kills(snap, params):
             if not matched:
                 continue  # the kernel killed none of them: RLD403 reports the crash
             evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
-            yield warn(f"node:{node_id}",
+            yield said(f"node:{node_id}",
                        f"{len(matched)} worker(s) on {snap.label(node_id)} were killed by the "
                        f"kernel's OOM killer (the kernel log says \"Killed process "
                        f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
@@ -306,7 +330,7 @@ def oom_kills(snap, params):
         counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
         if not any(counters.values()):
             continue
-        yield warn(f"node:{node_id}",
+        yield said(f"node:{node_id}",
                    f"{len(workers)} worker(s) on {snap.label(node_id)} vanished without notice and "
                    f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
                    "in the node's memory cgroup: they may have been killed for memory by the "
@@ -329,7 +353,7 @@ _CRASH_FIX = (
 
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
-       params={"fail_at_crashes": 3})
+       params={"fail_at_crashes": 3, "recent_hours": RECENT_HOURS})
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
 
@@ -348,6 +372,8 @@ def worker_crashes(snap, params):
         worker that exited because the user's code raised (RLlib's env runner calls
         `sys.exit(1)` after the exception, which Ray also records as `SYSTEM_ERROR`): that is
         the failed job's story, told by RLD405.
+        Crashes older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
+        10 minutes)) are reported at info: history, no ticket.
 
     Fix:
         Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check
@@ -369,7 +395,7 @@ def worker_crashes(snap, params):
         workers.sort(key=lambda w: -(w.get("end_time_ms") or 0))
         latest = workers[0]
         recent = [w for w in workers
-                  if (age_hours(w.get("end_time_ms"), created) or 0) <= RECENT_HOURS]
+                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
         kinds = sorted({crash_kind(w.get("exit_detail", "")) for w in workers})
         if not recent:
             severity = info

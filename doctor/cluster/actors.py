@@ -96,11 +96,38 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
                 (a.death_cause or {}).get(RUNTIME_ENV_FAILED, {}).get("error_message") or "")[-3000:]
             items[-1]["runtime_env"] = _runtime_env_summary(a.serialized_runtime_env)
     _add_pid_history(address, budget, items)
-    return {"items": items, "listed": len(rows), "total": total,
+    out = {"items": items, "listed": len(rows), "total": total,
             "truncated": len(rows) < total or len(rows) >= MAX_ROWS,
             "other_rldoctor_runs": sorted(other_runs),
             # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
             "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
+    if any(a["state"] == "DEAD" for a in items):  # RLD401: a dead actor of an ended job is over
+        ended = ended_jobs(address, budget)
+        if ended is not None:
+            out["ended_jobs"] = ended
+    return out
+
+
+ENDED_JOB_STATES = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def ended_jobs(address: str, budget) -> dict | None:
+    """{job id: end time in ms (None when Ray has none)} of the jobs whose driver has ended,
+    from Ray's job table; None when it could not be read (nothing is then known to be over)."""
+    from ray.util.state import list_jobs
+
+    try:
+        rows = list_jobs(address=address, limit=MAX_ROWS, timeout=int(budget.left(5)),
+                         raise_on_missing_output=False)
+    except Exception:
+        return None
+    out = {}
+    for job in rows:
+        status = getattr(job, "status", None)
+        status = getattr(status, "value", status)
+        if job.job_id and str(status) in ENDED_JOB_STATES:
+            out[job.job_id] = getattr(job, "end_time", None) or None
+    return out
 
 
 MAX_HISTORIES = 20

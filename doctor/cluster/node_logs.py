@@ -23,16 +23,21 @@ def _raylet_files(names: list[str]) -> list[str]:
             and n.endswith(RAYLET_LOGS[1:])]
 
 
-def raylet_signals(route, node_id: str, deadline: float) -> dict:
+def raylet_signals(route, node_id: str, deadline: float, own: str | None = None) -> dict:
     """{"signals": {...}, "files": [...]} from the raylet log(s) of `node_id`, or {"error"}.
 
-    Nodes that share one log folder (several nodes on one host) each write raylet.N.out; a
-    file is this node's when its periodic state dump names the node ("Node ID: <id>").
+    Nodes that share one log folder (several nodes on one host) each write raylet.N.out and
+    raylet.N.err, N as in the name of their raylet's socket (`own`: raylet, raylet.1, ...,
+    from the GCS's node table): those two are read, first and alone. Without that name, a
+    file is this node's when it names the node (its periodic state dump: "Node ID: <id>").
     """
     try:
         names = _raylet_files(route.list_files(node_id))
     except Exception as exc:
         return {"error": f"log listing: {error_line(exc, 200)}"}
+    mine = [n for n in names if own and n in (f"{own}.out", f"{own}.err")]
+    if mine:
+        names = sorted(mine, key=lambda n: not n.endswith(".err"))  # .err: ERROR lines only, short
     texts = {}
     for name in names:
         if time.monotonic() > deadline:
@@ -44,7 +49,7 @@ def raylet_signals(route, node_id: str, deadline: float) -> dict:
             continue
         texts[name] = (data.decode("utf-8", errors="replace"), None)
     outs = [n for n in texts if n.endswith(".out")]
-    if len(outs) > 1:  # a shared folder: keep the files of the raylet that names this node
+    if len(outs) > 1 and not mine:  # a shared folder: keep the files of the raylet naming this node
         mine = [n for n in outs if f"Node ID: {node_id}" in texts[n][0]]
         suffixes = {n[:-4] for n in mine}
         texts = {n: t for n, t in texts.items() if n[:-4] in suffixes}
@@ -70,6 +75,7 @@ def read_for_failed_probes(doc: dict, fleet, deadline: float) -> None:
 
     url = (doc.get("cluster") or {}).get("dashboard_url")
     targets = [n for n, f in fleet.failed.items() if f.get("raylet") == "answers"]
+    sockets = {n.get("node_id"): n.get("raylet_socket") for n in doc.get("nodes") or []}
     if not targets:
         return
     if not url:
@@ -78,4 +84,5 @@ def read_for_failed_probes(doc: dict, fleet, deadline: float) -> None:
         return
     route = LogRoute(url, http_auth_headers(), timeout_s=min(3.0, max(0.5, deadline - time.monotonic())))
     for node_id in targets:
-        fleet.failed[node_id]["ray_logs"] = raylet_signals(route, node_id, deadline)
+        fleet.failed[node_id]["ray_logs"] = raylet_signals(route, node_id, deadline,
+                                                           sockets.get(node_id))

@@ -47,6 +47,8 @@ def rows(table: list[dict], available: dict[str, dict]) -> list[dict]:
             "resources_available": dict(available.get(node_id, {})) if alive else {},
             "metrics_export_port": n.get("MetricsExportPort"),
             "ports": {name: n.get(key) for name, key in NODE_PORTS.items()},
+            # raylet, raylet.1, ...: nodes sharing one log folder write raylet.1.out, ... alike
+            "raylet_socket": (n.get("RayletSocketName") or "").rsplit("/", 1)[-1] or None,
         })
     out.sort(key=lambda node: (not node["is_head"], not node["alive"], node["node_id"]))
     return out

@@ -29,6 +29,29 @@ ANSWER_MARGIN_S = 20.0  # beyond --timeout, before a silent child is given up on
 GCS_LOOK_S = 1.0  # while a round runs, how often the GCS port is tried
 
 
+# Findings about past events (a worker's crash, a memory kill, the last restart of an actor
+# that is up again) keep their warn or fail, and so their ticket or page, while the newest
+# event is younger than this window; after it they stay in the report and /metrics at info
+# (no alert). `check` uses 24 h (their recent_hours).
+PAST_WINDOW_ROUNDS = 10
+PAST_WINDOW_MIN_S = 600.0
+PAST_EVENT_CHECKS = ("RLD401", "RLD402", "RLD403")
+
+
+def past_window_s(interval_s: float) -> float:
+    """How long a finding about a past event stays open in a watch of this interval."""
+    return max(PAST_WINDOW_MIN_S, PAST_WINDOW_ROUNDS * interval_s)
+
+
+def with_past_window(params: dict, interval_s: float) -> dict:
+    """`params` with the watch's window as recent_hours of the checks about past events,
+    unless --set gave one."""
+    out = {code: dict(values) for code, values in (params or {}).items()}
+    for code in PAST_EVENT_CHECKS:
+        out.setdefault(code, {}).setdefault("recent_hours", past_window_s(interval_s) / 3600)
+    return out
+
+
 class RoundFailed(Exception):
     """A round that did not reach the cluster; the message says why."""
 
@@ -224,6 +247,9 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, diagnosis
     from rldoctor.cluster.connect import resolve
     from rldoctor.watch.metrics import WatchMetrics, serve
     from rldoctor.watch.transitions import TransitionLog
+    from dataclasses import replace
+
+    diagnosis = replace(diagnosis, params=with_past_window(diagnosis.params, interval))
     from rldoctor.dashboard import is_dashboard_address
     from rldoctor.acquire import chosen_address
 
