@@ -262,7 +262,7 @@ class LiveSession:
         return doc
 
     def _collect(self, doc: dict, budget: Budget, timing: dict, extras) -> None:
-        from rldoctor.collect import nodes, objectstore
+        from rldoctor.collect import autoscaler, nodes, objectstore
         from rldoctor.collect import cluster as cluster_facts
         from rldoctor.collect.control_plane import PING_DEADLINE_S, RayletPings
 
@@ -284,6 +284,7 @@ class LiveSession:
             timing["probed_s"] = budget.elapsed()
             for future in side:
                 future.result()
+        _run_section(doc, "autoscaler", lambda: autoscaler.collect(conn, budget, fleet, doc.get("nodes")))
         _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
         doc["control_plane"] = _control_plane(doc, pings)
         doc["collectors"]["control_plane"] = {"status": "ok"}

@@ -219,3 +219,38 @@ def dashboard_address(gcs_address: str, timeout_s: float) -> str | None:
     raw = gcs_kv_get(gcs_address, DASHBOARD_ADDRESS.encode(), KV_NAMESPACE_DASHBOARD, timeout_s)
     return raw.decode() if raw else None
 
+
+
+# -- the autoscaler's own state (rldoctor.collect.autoscaler) -------------------------------
+
+# Where Ray keeps it: the v2 flag (namespace __autoscaler), v1's status JSON and its error text,
+# and v1's request_resources() bundles (default namespace), as ray/_private/ray_constants.py
+# and ray/autoscaler/_private/commands.py name them (2.40 to 2.60).
+AUTOSCALER_V2_FLAG = (b"__autoscaler_v2_enabled", b"__autoscaler")
+AUTOSCALER_V1_KEYS = {"status": b"__autoscaling_status", "error": b"__autoscaling_error",
+                      "request_resources": b"autoscaler_resource_request"}
+
+
+def autoscaler_state(gcs_address: str, timeout_s: float) -> dict[str, Any]:
+    """What the GCS holds about the autoscaler, read with one GCS client and no driver:
+    {"v2_flag": b"1"/b"0"/None, "v1": {status, error, request_resources: bytes or None},
+    "cluster_status": the raw GetClusterStatusReply as a dict (protobuf field names), or
+    "cluster_status_error"}. The reply is parsed here, not through Ray's SDK, which drops the
+    infeasible requests (ray/autoscaler/v2/schema.py)."""
+    from ray._raylet import GcsClient
+
+    client = GcsClient(address=gcs_address)
+    out: dict[str, Any] = {"v2_flag": client.internal_kv_get(
+        AUTOSCALER_V2_FLAG[0], AUTOSCALER_V2_FLAG[1], timeout=timeout_s)}
+    out["v1"] = {name: client.internal_kv_get(key, None, timeout=timeout_s)
+                 for name, key in AUTOSCALER_V1_KEYS.items()}
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
+
+        reply = GetClusterStatusReply()
+        reply.ParseFromString(client.get_cluster_status(timeout_s=max(1, int(timeout_s))))
+        out["cluster_status"] = MessageToDict(reply, preserving_proto_field_name=True)
+    except Exception as exc:  # an older GCS without the call: v1's JSON still says a lot
+        out["cluster_status_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return out
