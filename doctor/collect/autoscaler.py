@@ -21,7 +21,7 @@ import json
 import time
 
 EVENTS_TAIL_BYTES = 256 * 1024
-MAX_EVENTS = 200
+MAX_EVENTS = 50
 # A v1 status older than this means its monitor stopped writing (it writes every 5 s).
 V1_STALE_S = 60.0
 
@@ -74,12 +74,45 @@ def monitor_here(events_tail_bytes: int = EVENTS_TAIL_BYTES) -> dict:
                     continue
                 out["events"].append({"ts": event.get("timestamp"), "severity": event.get("severity"),
                                       "message": str(event.get("message") or "")[:500]})
-            out["events"] = out["events"][-MAX_EVENTS:]
         except FileNotFoundError:
             pass
         except OSError as exc:
             out["errors"].append(f"events {path}: {exc}"[:300])
+        # v1 sends some events (its launch failures) only to drivers, through monitor.log
+        out["events"] += _summary_lines(os.path.join(logs, "monitor.log"), events_tail_bytes)
+        seen = set()
+        out["events"] = [e for e in out["events"] if not ((e["ts"], e["message"]) in seen
+                                                          or seen.add((e["ts"], e["message"])))]
+        out["events"].sort(key=lambda e: float(e.get("ts") or 0))
+    out["summary"] = _launch_events(out["events"])  # over every event read, before the cut
+    out["events"] = out["events"][-MAX_EVENTS:]
     return out
+
+
+def _summary_lines(path: str, tail_bytes: int) -> list:
+    """The `:event_summary:` lines of v1's monitor.log, with their times (never raises)."""
+    import datetime
+
+    found = []
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - tail_bytes))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return found
+    for line in text.splitlines():
+        marker = line.find(":event_summary:")
+        if marker < 0:
+            continue
+        try:
+            when = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        message = line[marker + len(":event_summary:"):].strip()
+        if message.startswith("Failed to launch"):
+            found.append({"ts": str(int(when)), "severity": "ERROR", "message": message[:500]})
+    return found
 
 
 def _hex(node_id: str | None) -> str | None:
@@ -310,7 +343,7 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
     for s in node_states:
         if s["status"] != "DEAD" and s["node_type"]:
             current[s["node_type"]] = current.get(s["node_type"], 0) + 1
-    events = _launch_events(head.get("events") or [])
+    events = head.get("summary") or _launch_events(head.get("events") or [])
     section["events"] = events
     section["recent_events"] = (head.get("events") or [])[-20:]
     if version == "v2":
