@@ -26,6 +26,8 @@ def report_document(report: Report) -> dict:
         doc["training"] = report.training
     if report.cluster is not None:
         doc["cluster"] = report.cluster
+        if report.cluster.get("autoscaler") is not None:
+            doc["autoscaler"] = report.cluster["autoscaler"]
     return doc
 
 
