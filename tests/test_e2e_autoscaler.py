@@ -186,7 +186,7 @@ def test_v1_healthy_scale_up_names_the_autoscaler_and_blocks_nothing(v1):
     assert section["version"] == "v1" and section["running"]
     types = {t["name"]: t for t in section["node_types"]}
     assert (types["cpu_worker"]["min_workers"], types["cpu_worker"]["max_workers"],
-            types["cpu_worker"]["current"]) == (0, 2, 2), types
+            types["cpu_worker"]["current"]) == (0, 2, 2), section
     assert "__autoscaling_status" in section["decided_from"] or "v1" in section["decided_from"]
     check = run_rldoctor("check", "--address", v1.cluster.address, "--only", "RLD101",
                          env=v1.cluster.client_env())

@@ -26,8 +26,9 @@ MAX_EVENTS = 50
 V1_STALE_S = 60.0
 
 
-def monitor_here(events_tail_bytes: int = EVENTS_TAIL_BYTES) -> dict:
-    """On the head: the autoscaler's monitor process, its config and its event log. Never raises."""
+def monitor_here(gcs_address: str | None = None, events_tail_bytes: int = EVENTS_TAIL_BYTES) -> dict:
+    """On the head: the autoscaler's monitor process of the cluster at `gcs_address` (a machine
+    may run several clusters' heads), its config and its event log. Never raises."""
     import os
 
     out: dict = {"monitor": None, "config": None, "events": [], "errors": []}
@@ -42,6 +43,9 @@ def monitor_here(events_tail_bytes: int = EVENTS_TAIL_BYTES) -> dict:
         if not script and not kuberay:
             continue
         flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+        if gcs_address and flags.get("gcs-address") not in (None, gcs_address) and \
+                flags.get("gcs-address", "").rsplit(":", 1)[-1] != gcs_address.rsplit(":", 1)[-1]:
+            continue  # another cluster's monitor
         out["monitor"] = {"pid": int(pid),
                           "entrypoint": ("kuberay" if kuberay else
                                          "v2" if "/v2/" in script else "v1"),
@@ -256,7 +260,9 @@ def _launch_events(events: list) -> dict:
             "added": sorted(added.values(), key=lambda e: e["node_type"])}
 
 
-def _head_probe(fleet, nodes, budget) -> tuple[dict | None, str | None]:
+def _head_probe(fleet, nodes, budget, gcs_address: str) -> tuple[dict | None, str | None]:
+    """What monitor_here finds on the head, through the head's probe; when the probe cannot
+    answer, here, if this process runs on the head (the dashboard path's job does)."""
     head = next((n for n in nodes or [] if n.get("is_head") and n.get("alive")), None)
     if head is None:
         return None, "no alive head node in the node table"
@@ -265,11 +271,14 @@ def _head_probe(fleet, nodes, budget) -> tuple[dict | None, str | None]:
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    answer = fleet.ask({"head": (head["node_id"], "call_here", monitor_here)},
+    answer = fleet.ask({"head": (head["node_id"], "call_here", monitor_here, gcs_address)},
                        budget.left(4.0))["head"]
-    if not answer.ok:
-        return None, f"the head's probe: {answer.kind}: {answer.error}"
-    return answer.value, None
+    if answer.ok:
+        return answer.value, None
+    local = monitor_here(gcs_address)
+    if local.get("monitor"):
+        return local, None
+    return None, f"the head's probe: {answer.kind}: {answer.error}"
 
 
 def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list | None,
@@ -283,24 +292,27 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
     status = raw.get("cluster_status") or {}
     state = status.get("autoscaling_state") or {}
     resource_state = status.get("cluster_resource_state") or {}
-    if flag == b"1" or flag == "1":
-        version = "v2"
-    elif v1["status_age_s"] is not None or (monitor and monitor.get("entrypoint") == "v1"):
-        version = "v1"
-    elif monitor:
-        version = "v2" if monitor.get("entrypoint") == "v2" else "v1"
-    else:
-        version = None
-    running = bool(monitor) or (version == "v1" and v1["status_age_s"] is not None
-                                and v1["status_age_s"] < V1_STALE_S) or bool(state)
-    if version == "v2" and not state and not monitor:
-        running = False
+    v2_flag = flag in (b"1", "1")
+    readonly = False
+    if monitor:
+        readonly = monitor["entrypoint"] != "kuberay" and not monitor.get("config_path")
+        version = "v2" if v2_flag or monitor["entrypoint"] == "v2" else "v1"
+        running = not readonly
+    else:  # the head was not read: what the GCS says
+        active = list(v1["active"])
+        v1_live = v1["status_age_s"] is not None and v1["status_age_s"] < V1_STALE_S and \
+            any(not t.startswith("node_") for t in active)
+        v2_live = v2_flag and bool(state.get("autoscaler_state_version"))
+        version = "v2" if v2_live else "v1" if v1_live else None
+        running = bool(version)
     why = []
     why.append(f"GCS flag __autoscaler_v2_enabled={flag.decode() if isinstance(flag, bytes) else flag}")
     if v1["status_age_s"] is not None:
         why.append(f"v1 status written {v1['status_age_s']:g}s ago")
     if monitor:
-        why.append(f"monitor process {monitor['entrypoint']} (pid {monitor['pid']}) on the head")
+        why.append(f"monitor process {monitor['entrypoint']} (pid {monitor['pid']}) on the head"
+                   + (", read-only: started without --autoscaling-config, it adds and removes no "
+                      "nodes" if readonly else ""))
     elif head_error:
         why.append(f"head not read ({head_error})")
     else:
@@ -390,7 +402,7 @@ def collect(conn, budget, fleet, nodes: list | None) -> dict:
     from rldoctor.collect.private import autoscaler_state
 
     raw = autoscaler_state(conn.gcs_address, budget.left(3.0))
-    head, head_error = _head_probe(fleet, nodes, budget)
+    head, head_error = _head_probe(fleet, nodes, budget, conn.gcs_address)
     return assemble(raw, head, head_error, nodes)
 
 
