@@ -114,7 +114,7 @@ class Scenario:
         try:
             learners = _driver(self.cluster, LEARNERS, "2")
             self.drivers.append(learners)
-            wait_nodes(self.cluster, 3, timeout_s=180)
+            wait_nodes(self.cluster, 3, timeout_s=300)
             _first_line(learners)
             self.healthy = check_json(self.cluster)
             self.drivers.append(_driver(self.cluster, BLOCKED))
@@ -191,6 +191,13 @@ def test_v1_healthy_scale_up_names_the_autoscaler_and_blocks_nothing(v1):
     check = run_rldoctor("check", "--address", v1.cluster.address, "--only", "RLD101",
                          env=v1.cluster.client_env())
     assert "Autoscaler: v1; node types cpu_worker 2 (0-2)" in check.stdout, check
+    # the dashboard path: the collectors run inside the cluster, as a job on the head
+    through = run_rldoctor("check", "--address", v1.cluster.dashboard_url, "--format", "json",
+                           "--only", "RLD108", env=v1.cluster.client_env(), timeout=180)
+    assert through.code == 0, through
+    section = through.json()["autoscaler"]
+    assert section["version"] == "v1" and section["max_workers"] == 4, section
+    assert {t["name"]: t["max_workers"] for t in section["node_types"]}["cpu_worker"] == 2, section
 
 
 def test_v1_blocked_demands_one_finding_per_cause(v1):

@@ -16,7 +16,6 @@ path too (Ray 2.40-2.60).
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 
@@ -55,11 +54,12 @@ def monitor_here(gcs_address: str | None = None, events_tail_bytes: int = EVENTS
     monitor = out["monitor"] or {}
     path = monitor.get("config_path")
     if path:
-        try:
-            import yaml
-
+        try:  # `ray up` writes ~/ray_bootstrap_config.yaml as JSON (autoscaler/_private/commands.py)
             with open(os.path.expanduser(path)) as f:
-                out["config"] = yaml.safe_load(f.read(1024 * 1024))
+                out["config"] = json.loads(f.read(1024 * 1024))
+        except ValueError:
+            out["errors"].append(f"config {path}: written as YAML by hand, not read here (stdlib "
+                                 "only on the cluster); `rldoctor lint` reads it")
         except Exception as exc:
             out["errors"].append(f"config {path}: {type(exc).__name__}: {exc}"[:300])
     logs = monitor.get("logs_dir")
@@ -120,13 +120,8 @@ def _summary_lines(path: str, tail_bytes: int) -> list:
 
 
 def _hex(node_id: str | None) -> str | None:
-    """A node id of the protobuf reply (base64 bytes in MessageToDict) as Ray's hex."""
-    if not node_id:
-        return None
-    try:
-        return base64.b64decode(node_id).hex()
-    except ValueError:
-        return node_id
+    """A node id of the reply (bytes, hex in rldoctor.collect.private.message_dict) as Ray's hex."""
+    return node_id or None
 
 
 def _bundle(request: dict) -> dict:

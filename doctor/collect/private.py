@@ -245,12 +245,39 @@ def autoscaler_state(gcs_address: str, timeout_s: float) -> dict[str, Any]:
     out["v1"] = {name: client.internal_kv_get(key, None, timeout=timeout_s)
                  for name, key in AUTOSCALER_V1_KEYS.items()}
     try:
-        from google.protobuf.json_format import MessageToDict
         from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
 
         reply = GetClusterStatusReply()
         reply.ParseFromString(client.get_cluster_status(timeout_s=max(1, int(timeout_s))))
-        out["cluster_status"] = MessageToDict(reply, preserving_proto_field_name=True)
+        out["cluster_status"] = message_dict(reply)
     except Exception as exc:  # an older GCS without the call: v1's JSON still says a lot
         out["cluster_status_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return out
+
+
+def message_dict(message) -> dict[str, Any]:
+    """A protobuf message as a dict of its set fields (field names as in the .proto; bytes as
+    hex, enums by name, maps as dicts), with the message's own API only."""
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        out[field.name] = _field_value(field, value)
+    return out
+
+
+def _field_value(field, value):
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        value_field = field.message_type.fields_by_name["value"]
+        return {k: _scalar(value_field, v) for k, v in value.items()}
+    if field.label == field.LABEL_REPEATED:
+        return [_scalar(field, v) for v in value]
+    return _scalar(field, value)
+
+
+def _scalar(field, value):
+    if field.message_type is not None:
+        return message_dict(value)
+    if field.enum_type is not None:
+        return field.enum_type.values_by_number[value].name if value in field.enum_type.values_by_number else value
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
