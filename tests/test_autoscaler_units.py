@@ -59,3 +59,33 @@ def test_v1_status_reason_of_a_refused_launch():
 def test_kubernetes_quantities():
     assert quantity("500m") == 0.5 and quantity("1") == 1 and quantity(2) == 2
     assert quantity("5Gi") == 5 * 2**30 and quantity("1G") == 10**9 and quantity("x") is None
+
+
+def test_v2_launch_failures_are_read_from_its_monitor_log(tmp_path):
+    from rldoctor.collect.autoscaler import _v2_failure_lines
+
+    log = tmp_path / "monitor.log"
+    log.write_text("2026-12-03 10:54:26,754\tINFO node_provider.py:491 -- Failed to launch 1 nodes of "
+                   "type quota_worker: Node Launch Exception (QuotaExceeded): Quota 'CPUS' exceeded. "
+                   "Limit: 8.0 in region us-west-2.\n")
+    summary = _launch_events(_v2_failure_lines(str(log), 10_000))
+    assert summary["failed"][0]["category"] == "QuotaExceeded"
+    assert summary["failed"][0]["reason"] == "Quota 'CPUS' exceeded. Limit: 8.0 in region us-west-2."
+
+
+def test_cluster_status_reply_as_a_dict_with_the_messages_own_api():
+    from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
+
+    from rldoctor.collect.private import message_dict
+
+    reply = GetClusterStatusReply()
+    node = reply.cluster_resource_state.node_states.add()
+    node.node_id, node.ray_node_type_name, node.idle_duration_ms = b"\xff\x01", "cpu_worker", 5
+    node.total_resources["CPU"] = 1
+    failed = reply.autoscaling_state.failed_instance_requests.add()
+    failed.ray_node_type_name, failed.reason, failed.count = "q", "Quota", 1
+    assert message_dict(reply) == {
+        "cluster_resource_state": {"node_states": [{"node_id": "ff01", "ray_node_type_name": "cpu_worker",
+                                                    "total_resources": {"CPU": 1.0}, "idle_duration_ms": 5}]},
+        "autoscaling_state": {"failed_instance_requests": [{"ray_node_type_name": "q", "reason": "Quota",
+                                                            "count": 1}]}}

@@ -3,8 +3,8 @@ and v2, launching real raylets through Ray's fake multi-node provider, with a pr
 subclass that fails the way clouds do (tests/fake_providers.py).
 
 One cluster per autoscaler version, shared by the assertions of this module (scale-up is
-slow on a shared 2-core machine): node type cpu_worker (1 CPU, max 2), quota_worker (0.5
-CPU + `quota`, every launch refused with a quota error), ghost_worker (0.5 CPU + `ghost`,
+slow on a shared 2-core machine): node type cpu_worker (1 CPU, max 2), quota_worker (0
+CPUs + `quota`, every launch refused with a quota error), ghost_worker (0 CPUs + `ghost`,
 recorded by the provider but its raylet never starts), a head with 0 CPUs, max_workers 4.
 """
 
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.cluster
 
 QUOTA = "QuotaExceeded: Quota 'CPUS' exceeded. Limit: 8.0 in region us-west-2."
 TYPES = {"cpu_worker": worker_type(1, max_workers=2),
-         "quota_worker": worker_type(0.5, max_workers=1, quota=1),
-         "ghost_worker": worker_type(0.5, max_workers=1, ghost=1)}
+         "quota_worker": worker_type(0, max_workers=1, quota=1),
+         "ghost_worker": worker_type(0, max_workers=1, ghost=1)}
 PROVIDER = {"rldoctor_fail_types": {"quota_worker": QUOTA}, "rldoctor_ghost_types": ["ghost_worker"]}
 
 LEARNERS = """
@@ -50,10 +50,10 @@ more = [Learner.options(name=f'learner{i}').remote() for i in (2, 3)]
 @ray.remote(num_gpus=1)
 class GpuLearner: pass
 g = GpuLearner.remote()
-@ray.remote(num_cpus=0.5, resources={'quota': 1})
+@ray.remote(num_cpus=0, resources={'quota': 1})
 class QuotaActor: pass
 q = QuotaActor.remote()
-@ray.remote(num_cpus=0.5, resources={'ghost': 1})
+@ray.remote(num_cpus=0, resources={'ghost': 1})
 class GhostActor: pass
 gh = GhostActor.remote()
 from ray.autoscaler.sdk import request_resources
@@ -163,7 +163,7 @@ def _assert_blocked(result, version: str) -> None:
     assert "GpuLearner" in gpu["message"] and "no node type offers {GPU: 1}" in gpu["message"], gpu
     quota = causes["launch-fails"]
     assert quota["subject"] == "node_type:quota_worker" and QUOTA.split(": ", 1)[1] in quota["message"], quota
-    assert "QuotaActor" in quota["message"]
+    assert "QuotaActor" in quota["message"] and "Learner" not in quota["message"], quota
     at_max = causes["at-max-workers"]
     assert at_max["subject"] == "node_type:cpu_worker", at_max
     assert "2 x {CPU: 1} (a training's learners (2: Learner))" in at_max["message"], at_max

@@ -17,6 +17,7 @@ path too (Ray 2.40-2.60).
 from __future__ import annotations
 
 import json
+import re
 import time
 
 EVENTS_TAIL_BYTES = 256 * 1024
@@ -84,6 +85,7 @@ def monitor_here(gcs_address: str | None = None, events_tail_bytes: int = EVENTS
             out["errors"].append(f"events {path}: {exc}"[:300])
         # v1 sends some events (its launch failures) only to drivers, through monitor.log
         out["events"] += _summary_lines(os.path.join(logs, "monitor.log"), events_tail_bytes)
+        out["events"] += _v2_failure_lines(os.path.join(logs, "monitor.log"), events_tail_bytes)
         seen = set()
         out["events"] = [e for e in out["events"] if not ((e["ts"], e["message"]) in seen
                                                           or seen.add((e["ts"], e["message"])))]
@@ -116,6 +118,39 @@ def _summary_lines(path: str, tail_bytes: int) -> list:
         message = line[marker + len(":event_summary:"):].strip()
         if message.startswith("Failed to launch"):
             found.append({"ts": str(int(when)), "severity": "ERROR", "message": message[:500]})
+    return found
+
+
+_V2_FAILED = re.compile(r"Failed to launch (\d+) nodes of type (\S+): (?:Node Launch Exception \((.*?)\): )?(.*)")
+
+
+def _v2_failure_lines(path: str, tail_bytes: int) -> list:
+    """v2's launch failures, which its monitor.log alone keeps with the provider's words
+    ("Failed to launch 1 nodes of type T: Node Launch Exception (Category): description"),
+    as v1-style event messages with their times (never raises)."""
+    import datetime
+
+    found = []
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - tail_bytes))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return found
+    for line in text.splitlines():
+        if "node_provider.py" not in line:
+            continue
+        m = _V2_FAILED.search(line)
+        if not m:
+            continue
+        try:
+            when = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        reason = f"({m.group(3)}): {m.group(4)}" if m.group(3) else f"(error): {m.group(4)}"
+        found.append({"ts": str(int(when)), "severity": "ERROR",
+                      "message": f"Failed to launch {m.group(1)} node(s) of type {m.group(2)}. {reason}"[:500]})
     return found
 
 
@@ -310,6 +345,8 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
                       "nodes" if readonly else ""))
     elif head_error:
         why.append(f"head not read ({head_error})")
+    if raw.get("cluster_status_error"):
+        why.append(f"cluster status not read ({raw['cluster_status_error']})")
     else:
         why.append("no monitor process on the head")
     section: dict = {"version": version if running else None, "configured_version": version,
@@ -355,6 +392,13 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
     section["recent_events"] = (head.get("events") or [])[-20:]
     if version == "v2":
         section.update(_v2(state))
+        for logged in events["failed"]:  # v2 keeps a failed request briefly; its log keeps them all
+            if not any(f["node_type"] == logged["node_type"] for f in section["failed_launches"]):
+                section["failed_launches"].append({
+                    "node_type": logged["node_type"], "count": logged["times"],
+                    "reason": (f"{logged['category']}: {logged['reason']}" if logged.get("category")
+                               else logged.get("reason")), "since": logged["first"],
+                    "failed_at": logged["last"]})
     else:
         section["pending_launches"] = v1["pending_launches"]
         section["pending_nodes"] = v1["pending_nodes"]

@@ -268,7 +268,10 @@ def _field_value(field, value):
     if field.message_type is not None and field.message_type.GetOptions().map_entry:
         value_field = field.message_type.fields_by_name["value"]
         return {k: _scalar(value_field, v) for k, v in value.items()}
-    if field.label == field.LABEL_REPEATED:
+    repeated = getattr(field, "is_repeated", None)  # newer protobuf; `label` before
+    if repeated is None:
+        repeated = field.label == 3  # LABEL_REPEATED
+    if repeated:
         return [_scalar(field, v) for v in value]
     return _scalar(field, value)
 
