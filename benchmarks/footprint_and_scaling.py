@@ -31,7 +31,7 @@ from localcluster import BIN, LocalCluster, NodeSpec  # noqa: E402
 from synthetic import big_snapshot  # noqa: E402
 
 
-def run_check(cluster: LocalCluster, snapshot: Path | None = None) -> float:
+def timed_check(cluster: LocalCluster, snapshot: Path | None = None) -> float:
     args = [str(BIN / "rldoctor"), "collect", "--output", str(snapshot)] if snapshot else \
         [str(BIN / "rldoctor"), "check"]
     args += ["--address", cluster.address]
@@ -56,17 +56,17 @@ def probe_reservations(cluster: LocalCluster) -> list[dict]:
 def measure(nodes: int, repeats: int) -> dict:
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(nodes)]
     with LocalCluster(specs) as cluster, tempfile.TemporaryDirectory() as tmp:
-        run_check(cluster)  # warm-up
+        timed_check(cluster)  # warm-up
         walls, collectors = [], []
         for i in range(repeats):
             snap = Path(tmp) / f"snap{i}.json"
-            walls.append(run_check(cluster, snap))
+            walls.append(timed_check(cluster, snap))
             collectors.append(json.loads(snap.read_text())["collectors"])
         idle_before = cluster.cpu_seconds()
         time.sleep(statistics.median(walls))
         idle = cluster.cpu_seconds() - idle_before
         before = cluster.cpu_seconds()
-        wall = run_check(cluster)
+        wall = timed_check(cluster)
         spent = cluster.cpu_seconds() - before
         reserved = probe_reservations(cluster)
     shares = {name: round(statistics.median(c[name].get("duration_s", 0) for c in collectors), 3)

@@ -51,8 +51,8 @@ def _run(env: dict) -> tuple[float, dict]:
 
 def _in_process() -> dict:
     from rldoctor.lint.document import lint_document
-    from rldoctor.registry import load_registry
-    from rldoctor.runner import run_checks
+    from rldoctor.engine.registry import load_registry
+    from rldoctor.engine.runner import run_checks
     from rldoctor.snapshot import validate
 
     started = time.perf_counter()

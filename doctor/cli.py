@@ -1,5 +1,5 @@
 """The `rldoctor` command line: the options of each command and its error handling; what a
-command does is in rldoctor.commands (check, collect, lint, smoke_train, watch).
+command does is in rldoctor.commands (check, collect, lint, smoke_train, watch, list, explain).
 
 Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
 torch. Every error a user can cause is one line on stderr and an exit code
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 import click
 
 from rldoctor import __version__
-from rldoctor.errors import EXIT_USAGE, Interrupted, RldoctorError
-from rldoctor.commands.lint import FORMATS as LINT_FORMATS
+from rldoctor.errors import Interrupted, RldoctorError
 from rldoctor.redact import redact
-from rldoctor.report.render import FORMATS
-from rldoctor.runner import DEFAULT_CHECK_TIMEOUT_S
+from rldoctor.report.render import FORMATS, LINT_FORMATS
+from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S
 
 
 
@@ -28,10 +26,6 @@ def _fail(exc: RldoctorError) -> None:
     click.echo(f"rldoctor: {redact(str(exc))}", err=True)
     sys.stdout.flush()
     os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
-
-
-def _codes(values: tuple[str, ...]) -> list[str]:
-    return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
 IGNORE_OPTION = click.option(
@@ -104,11 +98,12 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     address (RLD702), read from each node's own /proc, never by scanning.
     """
     try:
-        from rldoctor.commands.check import check_params, run_check
+        from rldoctor.commands._options import check_params, codes
+        from rldoctor.commands.check import run
 
-        code = run_check(address, from_file, _codes(only), _codes(skip), fmt, output, fail_on,
-                         timeout, check_timeout, check_params(settings, zone_label),
-                         targets=targets, runs=runs, ignores=ignores, config=config)
+        code = run(address, from_file, codes(only), codes(skip), fmt, output, fail_on, timeout,
+                   check_timeout, check_params(settings, zone_label), targets=targets, runs=runs,
+                   ignores=ignores, config=config)
     except RldoctorError as exc:
         _fail(exc)
     except KeyboardInterrupt:
@@ -142,12 +137,16 @@ def _exit(code: int) -> None:
 @click.option("--obfuscate", is_flag=True, help="--bundle: also replace IP addresses and host "
               "names, consistently; the map goes to FILE.tar.gz.obfuscation-map.json (mode 0600), "
               "never into the bundle.")
-def collect(output, bundle, address, timeout, force, max_size, obfuscate):
+@IGNORE_OPTION
+@CONFIG_OPTION
+def collect(output, bundle, address, timeout, force, max_size, obfuscate, ignores, config):
     """Record a snapshot (--output) or an incident bundle (--bundle) of the cluster.
 
     `rldoctor check --from FILE` diagnoses either one offline. The bundle never holds the
     auth token, runtime_env env_vars values, secret-looking values or URL credentials:
-    everything is redacted before it is written.
+    everything is redacted before it is written. The bundle's report.json and report.md are
+    what `check --from` the bundle prints: the team's rldoctor.toml (or --config) and
+    --ignore mute the same findings.
     """
     try:
         from rldoctor.commands.collect import (check_choice, collect_bundle_file,
@@ -155,7 +154,8 @@ def collect(output, bundle, address, timeout, force, max_size, obfuscate):
 
         check_choice(output, bundle)
         if bundle:
-            line = collect_bundle_file(bundle, address, timeout, force, max_size, obfuscate)
+            line = collect_bundle_file(bundle, address, timeout, force, max_size, obfuscate,
+                                       ignores, config)
         else:
             line = collect_snapshot_file(output, address, timeout)
     except RldoctorError as exc:
@@ -254,10 +254,11 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
     alerts/rldoctor.rules.yml.
     """
     try:
+        from rldoctor.commands._options import codes
         from rldoctor.commands.watch import watch as run
 
-        code = run(address, interval, metrics_port, metrics_host, log_path, _codes(only),
-                   _codes(skip), settings, timeout, check_timeout, ignores, config)
+        code = run(address, interval, metrics_port, metrics_host, log_path, codes(only),
+                   codes(skip), settings, timeout, check_timeout, ignores, config)
     except RldoctorError as exc:
         _fail(exc)
     _exit(code)
@@ -295,40 +296,23 @@ def lint(paths, fmt, fail_on, diff, fix, ignores, config):
 @main.command("list")
 def list_checks():
     """List every check with its code, area and where it came from."""
-    from tabulate import tabulate
+    from rldoctor.commands.list import list_checks as run
 
-    from rldoctor.registry import load_registry
-
-    registry = load_registry()
-    rows = [[c.code, c.name, c.area, c.origin, textwrap.shorten(c.summary, 70, placeholder=" ...")]
-            for c in registry.checks]
-    click.echo(tabulate(rows, headers=["code", "name", "area", "origin", "finds"], tablefmt="simple"))
-    for problem in registry.problems:
-        click.echo(f"note: {problem}", err=True)
+    table, notes = run()
+    click.echo(table)
+    for note in notes:
+        click.echo(note, err=True)
 
 
 @main.command()
 @click.argument("code")
 def explain(code):
     """Print a check's Symptom, Cause and Fix."""
-    from rldoctor.registry import load_registry
+    try:
+        from rldoctor.commands.explain import explain as run
 
-    registry = load_registry()
-    wanted = code.strip()
-    found = next((c for c in registry.checks
-                  if c.code.lower() == wanted.lower() or c.name == wanted.lower()), None)
-    if found is None:
-        valid = ", ".join(c.code for c in registry.checks)
-        click.echo(f"rldoctor: unknown check {code!r}; valid codes: {valid}", err=True)
-        sys.exit(EXIT_USAGE)
-    doc = found.doc
-    click.echo(f"{found.code} {found.name} ({found.area}, from {found.origin})")
-    click.echo(f"\n{doc.get('summary', '')}")
-    for section, title in (("Symptom", "Symptom"), ("Cause", "Cause"), ("Fix", "Fix"),
-                           ("Advice", "Common advice")):
-        if doc.get(section):
-            click.echo(f"\n{title}:\n{textwrap.indent(doc[section], '    ')}")
-    if found.params:
-        click.echo("\nSettings:")
-        for key, value in found.params.items():
-            click.echo(f"    {key} = {value}")
+        text = run(code)
+    except RldoctorError as exc:
+        click.echo(f"rldoctor: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    click.echo(text)

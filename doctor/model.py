@@ -103,6 +103,8 @@ class Report:
     cluster: dict | None = None  # the overview of the nodes (rldoctor.report.overview), when there are any
     # Skipped checks a run without a cluster folds into one line per cause (rldoctor.report.skipped)
     folded_skips: list[dict] | None = None
+    # `rldoctor lint`: the inputs that could not be linted (path, line, message), for its text format
+    not_linted: list[dict] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:

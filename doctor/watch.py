@@ -2,7 +2,7 @@
 
 Each round takes a snapshot through a child process that keeps the Ray connection and
 one probe per node (rldoctor.watch_collector), then runs the same checks, muting and
-report as `check` (rldoctor.diagnose, rldoctor.muting), replaces what /metrics serves
+report as `check` (rldoctor.engine.pipeline), replaces what /metrics serves
 (rldoctor.watch_metrics) and logs each finding that opened or resolved as a JSON line
 (rldoctor.watch_transitions). A round that does not reach the cluster sets rldoctor_up
 to 0, logs why, and the next round tries again. SIGTERM or Ctrl-C stop the child (it
@@ -216,20 +216,14 @@ def _stamp(when: float) -> str:
     return datetime.fromtimestamp(when, timezone.utc).isoformat(timespec="seconds")
 
 
-def run_watch(address, interval, metrics_port, metrics_host, log_path, only, skip, ignores,
-              config, params, timeout, check_timeout, max_rounds=None) -> int:
-    """`rldoctor watch`; returns the exit code (0 after SIGTERM or Ctrl-C)."""
-    from rldoctor import muting
+def run_watch(address, interval, metrics_port, metrics_host, log_path, diagnosis, timeout,
+              max_rounds=None) -> int:
+    """`rldoctor watch`; returns the exit code (0 after SIGTERM or Ctrl-C). `diagnosis`
+    (rldoctor.engine.pipeline.Diagnosis) holds the selection, settings and mutes."""
     from rldoctor import snapshot as snapshots
     from rldoctor.collect.connect import resolve
-    from rldoctor.diagnose import diagnose
-    from rldoctor.registry import load_registry
     from rldoctor.watch_metrics import WatchMetrics, serve
     from rldoctor.watch_transitions import TransitionLog
-
-    registry = load_registry()
-    selected = registry.select(only, skip)
-    mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
     from rldoctor.dashboard import is_dashboard_address
     from rldoctor.dashboard.remote import chosen_address
 
@@ -243,10 +237,7 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, only, ski
 
     def diagnose_round(doc: dict):
         snap = snapshots.validate(doc, "live cluster")
-        report = diagnose(snap, dict(snap.get("source") or {}), selected, params, check_timeout,
-                          registry)
-        muting.apply(report, mutes, mute_notes)
-        return report
+        return diagnosis.run(snap, dict(snap.get("source") or {}))
 
     metrics = WatchMetrics()
     try:

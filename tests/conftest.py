@@ -55,6 +55,13 @@ def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120,
     return CliResult(proc, time.monotonic() - started)
 
 
+def lint_paths(paths: list[str]):
+    """`rldoctor lint`'s diagnosis of `paths` (no ignore file): (report, problems, doc)."""
+    from rldoctor.engine.pipeline import Diagnosis
+
+    return Diagnosis.from_options(lint=True, read_mutes=False).lint(paths)
+
+
 def check_json(cluster: LocalCluster) -> CliResult:
     """`rldoctor check --format json` against `cluster`; it must diagnose (exit 0 or 1)."""
     result = run_rldoctor("check", "--address", cluster.address, "--format", "json",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rldoctor.checks._kuberay import quantity
+from rldoctor.lint.rules._kuberay import quantity
 from rldoctor.collect.autoscaler import _launch_events, _summary_lines, _v1, v1_request_resources
 
 QUOTA = ("Failed to launch 1 node(s) of type quota_worker. (QuotaExceeded): Quota 'CPUS' "

@@ -307,6 +307,43 @@ def test_check_from_the_bundle_finds_what_the_live_check_found(incident, healthy
     assert all(f"{path.name}/{f}" in files for f in pointed["files"]), pointed
 
 
+def test_bundle_report_honours_the_teams_ignore_file_and_ignore_option(incident, healthy_bundle):
+    """The bundle's report.json mutes what `check --from` the bundle mutes with the same
+    rldoctor.toml (--config) and --ignore: the same findings, marked with the same reasons."""
+    _, _, plain = healthy_bundle
+    recorded = json.loads(_members(plain)[f"{_manifest(_members(plain))[0]}report.json"])
+    crash_node = f"node:{incident.cluster.nodes[2].node_id}"
+    assert any(f["code"] == "RLD403" and f["subject"] == crash_node for f in recorded["findings"])
+    assert not any(f.get("muted") for f in recorded["findings"])
+    config = incident.root / "team-rldoctor.toml"
+    config.write_text(f'[[ignore]]\ncode = "RLD403"\nsubject = "{crash_node}"\n'
+                      'reason = "the simulator test dies on purpose"\n')
+    path = incident.root / "muted.tar.gz"
+    # the file's entry mutes the crash; --ignore mutes RLD403 on every other subject too
+    options = ("--config", str(config), "--ignore", "worker-crashes")
+    result = run_rldoctor("collect", "--bundle", str(path), "--address", incident.cluster.address,
+                          *options, env=incident.env, timeout=120)
+    assert result.code == 0, result
+    files = _members(path)
+    report = json.loads(files[f"{_manifest(files)[0]}report.json"])
+    muted = {(f["code"], f["subject"]): f["muted"] for f in report["findings"] if f.get("muted")}
+    assert muted[("RLD403", crash_node)]["reason"] == "the simulator test dies on purpose"
+    assert "team-rldoctor.toml" in muted[("RLD403", crash_node)]["source"]
+    assert not [f for f in report["findings"] if f["code"] == "RLD403" and not f.get("muted")]
+    [note] = [n for n in report["notes"] if "muted by" in n]
+    assert "team-rldoctor.toml" in note and "--ignore" in note, note
+    assert "Muted" in files[f"{_manifest(files)[0]}report.md"].decode()
+    offline = run_rldoctor("check", "--from", str(path), "--format", "json", *options,
+                           env=incident.env)
+    again = {(f["code"], f["subject"]) for f in offline.json()["findings"] if f.get("muted")}
+    assert {k for k in muted if k[0] not in NOISY} == {k for k in again if k[0] not in NOISY}
+    bad = incident.root / "bad.toml"
+    bad.write_text("[[ignore]]\ncode = \"RLD999\"\nreason = \"x\"\n")
+    refused = run_rldoctor("collect", "--bundle", str(incident.root / "never.tar.gz"), "--address",
+                           incident.cluster.address, "--config", str(bad), env=incident.env)
+    assert refused.code == 2 and not (incident.root / "never.tar.gz").exists(), refused
+
+
 def test_existing_bundle_is_refused_without_force(incident, healthy_bundle):
     _, _, path = healthy_bundle
     before = path.read_bytes()

@@ -454,11 +454,11 @@ def test_check_from_refuses_bad_bundles(tmp_path, case, words):
 # -- pointing findings at the bundle; choosing whom to stack ----------------------------------
 
 def test_findings_point_at_the_bundles_logs_and_stacks(tmp_path):
-    from rldoctor.diagnose import diagnose
+    from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.snapshot import Snapshot
 
     doc = json.loads(WORKER_FAULTS.read_text())
-    plain = diagnose(Snapshot(json.loads(WORKER_FAULTS.read_text())), {})
+    plain = Diagnosis.every_check().run(Snapshot(json.loads(WORKER_FAULTS.read_text())), {})
     crash = next(f for f in plain.findings if f.code == "RLD403")
     node_id = crash.evidence["node_id"]
     worker_id = crash.evidence["worker_ids"][0]
@@ -468,7 +468,7 @@ def test_findings_point_at_the_bundles_logs_and_stacks(tmp_path):
              {"kind": "log", "node_id": node_id, "status": "failed", "file": None}]
     names = [f"top/{i['file']}" for i in items if i["file"]]
     snap = Snapshot(dict(doc, bundle=index({"items": items}, "top", names, "b.tar.gz")))
-    report = diagnose(snap, {})
+    report = Diagnosis.every_check().run(snap, {})
     assert [f.code for f in report.findings] == [f.code for f in plain.findings]
     pointed = next(f for f in report.findings if f.code == "RLD403").evidence["in_bundle"]
     assert pointed["bundle"] == "b.tar.gz"

@@ -6,7 +6,7 @@ import copy
 import json
 
 from conftest import FIXTURES
-from rldoctor.checks.cluster import node_dead, unschedulable_demand, version_mismatch
+from rldoctor.checks.cluster.nodes import node_dead, unschedulable_demand, version_mismatch
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 
@@ -150,7 +150,7 @@ def test_rld101_a_silent_raylet_is_not_answering_not_dead():
 
 
 def test_a_raylet_that_answered_late_is_rld104_slow_not_rld101():
-    from rldoctor.checks.cluster import control_plane_slow
+    from rldoctor.checks.cluster.control_plane import control_plane_slow
 
     data = fixture("healthy-3node")
     node_id = data["nodes"][2]["node_id"]
@@ -161,7 +161,7 @@ def test_a_raylet_that_answered_late_is_rld104_slow_not_rld101():
 
 
 def test_rld104_names_a_dashboard_that_does_not_answer_and_a_slow_gcs():
-    from rldoctor.checks.cluster import control_plane_slow
+    from rldoctor.checks.cluster.control_plane import control_plane_slow
 
     data = _with_silent_raylet(fixture("healthy-3node"), fixture("healthy-3node")["nodes"][1]["node_id"], 3.0)
     assert run(control_plane_slow, data) == []  # a healthy control plane

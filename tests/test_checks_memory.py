@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks.memory import (node_memory_pressure, object_spilling, object_store_pressure,
+from rldoctor.checks.memory.pressure import (node_memory_pressure, object_spilling, object_store_pressure,
                                     shm_too_small)
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot

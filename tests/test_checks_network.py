@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks.network import cross_zone_spread, high_network_latency, slow_object_transfer
+from rldoctor.checks.network.links import cross_zone_spread, high_network_latency, slow_object_transfer
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 
@@ -96,7 +96,7 @@ def test_rld203_zone_label_is_settable():
 # -- a node is reported only when it stays slow; the bars follow the measurement's noise ----
 
 def _run_result(check, data, **params):
-    from rldoctor.runner import run_check
+    from rldoctor.engine.runner import run_check
 
     return run_check(check, Snapshot(data), params)
 

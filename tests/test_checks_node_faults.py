@@ -9,10 +9,10 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks.cluster import node_dead
-from rldoctor.checks.disk import disk_pressure
-from rldoctor.checks.node_limits import open_files_limit, workers_not_starting
-from rldoctor.checks.runtime_env import reason_in, runtime_env_failed
+from rldoctor.checks.cluster.nodes import node_dead
+from rldoctor.checks.memory.disk import disk_pressure
+from rldoctor.checks.cluster.limits import open_files_limit, workers_not_starting
+from rldoctor.checks.workers.runtime_env import reason_in, runtime_env_failed
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 

@@ -9,8 +9,8 @@ import socket
 import time
 
 from conftest import FIXTURES
-from rldoctor.checks.cluster import node_dead
-from rldoctor.checks.network import port_unreachable
+from rldoctor.checks.cluster.nodes import node_dead
+from rldoctor.checks.network.links import port_unreachable
 from rldoctor.collect import portprobe
 from rldoctor.collect.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
 from rldoctor.model import Severity
@@ -137,7 +137,7 @@ def test_rld101_defers_to_a_closed_port_but_not_for_a_frozen_raylet():
 
 
 def test_rld204_is_skipped_without_the_reach_section():
-    from rldoctor.runner import run_checks
+    from rldoctor.engine.runner import run_checks
 
     data = copy.deepcopy(SNAP)
     data.pop("reach")

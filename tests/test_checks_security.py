@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.checks._endpoints import kind_of, reach
-from rldoctor.checks.security import auth_disabled, exposed_endpoint
+from rldoctor.checks.security.exposure import auth_disabled, exposed_endpoint
 from rldoctor.collect import probes
 from rldoctor.model import Note, Severity
 from rldoctor.snapshot import Snapshot

@@ -6,7 +6,7 @@ import copy
 import json
 
 from conftest import FIXTURES
-from rldoctor.checks.training_live import env_runner_hung, env_runners_lost, throughput_drop
+from rldoctor.checks.training.live import env_runner_hung, env_runners_lost, throughput_drop
 from rldoctor.snapshot import Snapshot
 from rldoctor.report.render.training import block_lines
 from rldoctor.report.training import summarize

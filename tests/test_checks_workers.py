@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FIXTURES
 from rldoctor.checks._rllib import crash_kind, parse_oom, rllib_role
-from rldoctor.checks.workers import actor_restarts, oom_kills, worker_crashes
+from rldoctor.checks.workers.crashes import actor_restarts, oom_kills, worker_crashes
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 

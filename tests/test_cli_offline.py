@@ -105,6 +105,22 @@ def test_unknown_code_is_a_usage_error_listing_valid_codes():
     assert result.code == 2 and "RLD101" in result.stderr
 
 
+def test_collect_bundle_reads_its_mutes_before_it_joins_a_cluster(tmp_path):
+    """The bundle's report honours --ignore and the ignore file, so a bad one stops
+    `collect --bundle` at once (exit 2, one line), before any cluster is contacted."""
+    bad = tmp_path / "rldoctor.toml"
+    bad.write_text('[[ignore]]\ncode = "RLD101"\n')  # no reason
+    target = tmp_path / "b.tar.gz"
+    result = run_rldoctor("collect", "--bundle", str(target), "--address", "127.0.0.1:1",
+                          "--config", str(bad))
+    assert result.code == 2 and "rldoctor.toml" in result.stderr and "reason" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not target.exists()
+    result = run_rldoctor("collect", "--bundle", str(target), "--address", "127.0.0.1:1",
+                          "--ignore", "RLD999")
+    assert result.code == 2 and "RLD999" in result.stderr and not target.exists()
+    assert "--ignore" in run_rldoctor("collect", "--help").stdout
+
+
 def test_address_and_from_together_is_a_usage_error():
     result = run_rldoctor("check", "--from", HEALTHY, "--address", "127.0.0.1:1")
     assert result.code == 2 and "exclusive" in result.stderr

@@ -15,31 +15,33 @@ import click
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
-from rldoctor.commands.lint import FORMATS as LINT_FORMATS
-from rldoctor.registry import _checks_in, builtin_checks, builtin_modules
-from rldoctor.report.render import FORMATS, RENDERERS
+from rldoctor.engine.registry import CHECK_PACKAGES, _checks_in, builtin_checks, builtin_modules
+from rldoctor.report.render import FORMATS, LINT_FORMATS, LINT_RENDERERS, RENDERERS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_module_of_checks_with_a_check_runs_and_helpers_hold_none():
-    import rldoctor.checks as package
-
     ran = {c.func.__module__ for c in builtin_checks()}
-    for module in pkgutil.iter_modules(package.__path__):
-        name = f"rldoctor.checks.{module.name}"
-        declared = _checks_in(importlib.import_module(name))
-        if module.name.startswith("_"):
-            assert not declared, f"{name} is a helper (leading _) but declares checks: rename it"
-        else:
-            assert name in builtin_modules() and (not declared or name in ran)
+    for package_name in CHECK_PACKAGES:  # rldoctor.checks (area subpackages too), the lint rules
+        package = importlib.import_module(package_name)
+        assert not _checks_in(package), f"{package_name}/__init__.py declares checks: move them"
+        for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+            declared = _checks_in(importlib.import_module(module.name))
+            parts = module.name[len(package_name) + 1:].split(".")
+            if module.ispkg:
+                assert not declared, f"{module.name}/__init__.py declares checks: move them"
+            elif any(part.startswith("_") for part in parts):
+                assert not declared, f"{module.name} is a helper (leading _) but declares checks: rename it"
+            else:
+                assert module.name in builtin_modules() and (not declared or module.name in ran)
 
 
 def test_a_new_check_module_is_found_without_being_listed(tmp_path, monkeypatch):
     import rldoctor.checks as package
 
     (tmp_path / "newarea.py").write_text(
-        "from rldoctor.registry import check, warn\n\n"
+        "from rldoctor.engine.registry import check, warn\n\n"
         "@check('ZZZ901', 'new-area-check', area='cluster')\n"
         "def new_area(snap, params):\n"
         "    '''A new area.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"
@@ -72,7 +74,7 @@ def _choices(command: click.Command) -> tuple[str, ...]:
 
 def test_format_choices_are_the_renderers_and_each_renders_a_report():
     assert _choices(cli.check) == _choices(cli.smoke_train) == FORMATS == tuple(RENDERERS)
-    assert _choices(cli.lint) == LINT_FORMATS
+    assert _choices(cli.lint) == LINT_FORMATS == tuple(LINT_RENDERERS)
     assert set(LINT_FORMATS) - {"text"} <= set(RENDERERS)
     for fmt in FORMATS:
         result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"), "--format", fmt)
@@ -105,3 +107,66 @@ def test_every_fan_out_to_the_probes_goes_through_fleet_ask(tmp_path):
     loop = tmp_path / "loop.py"
     loop.write_text("import ray\nready, late = ray.wait(list(refs), num_returns=len(refs))\n")
     assert _waits_on_many_refs(loop) == [2]
+
+
+def _codes_named(text: str) -> set[str]:
+    """The codes a docstring's title names: RLD101, and ranges written RLD201-RLD204."""
+    import re
+
+    codes = set()
+    for first, last in re.findall(r"\b([A-Z]{2,6}[0-9]{3})(?:\s*-\s*([A-Z]{2,6}[0-9]{3}))?\b", text):
+        if last:
+            prefix = first[:-3]
+            codes.update(f"{prefix}{n:03d}" for n in range(int(first[-3:]), int(last[-3:]) + 1))
+        else:
+            codes.add(first)
+    return codes
+
+
+def test_every_code_lives_in_the_module_of_its_area_whose_title_lists_exactly_its_codes():
+    """checks/<area>/<family>.py for a check, doctor/lint/rules/<code>.py for a lint rule: the
+    path says the area, and the module's title (its docstring's first paragraph) says the codes."""
+    held: dict[str, set[str]] = {}
+    for c in builtin_checks():
+        module = c.func.__module__
+        if c.area == "code":
+            assert module == f"rldoctor.lint.rules.{c.code.lower()}", f"{c.code} is in {module}"
+        else:
+            assert module.startswith(f"rldoctor.checks.{c.area}."), (
+                f"{c.code} (area {c.area}) is in {module}: move it to checks/{c.area}/")
+            assert module.count(".") == 3, f"{c.code}: one module per code family in checks/{c.area}/"
+        held.setdefault(module, set()).add(c.code)
+    assert len(held) >= 14
+    for module, codes in held.items():
+        doc = importlib.import_module(module).__doc__ or ""
+        title = doc.strip().split("\n\n")[0]
+        assert _codes_named(title) == codes, f"{module}'s docstring title names {sorted(_codes_named(title))}, it holds {sorted(codes)}"
+
+
+def test_the_docstring_code_reader_reads_lists_and_ranges():
+    assert _codes_named("Latency and ports: RLD201-RLD204.") == {"RLD201", "RLD202", "RLD203", "RLD204"}
+    assert _codes_named("RLD605 hung, RLD606 lost,\nRLD608 drop; RLD601-RLD602") == {
+        "RLD605", "RLD606", "RLD608", "RLD601", "RLD602"}
+    assert _codes_named("no codes here") == set()
+
+
+def test_a_check_module_in_a_new_area_package_is_found(tmp_path, monkeypatch):
+    import rldoctor.checks as package
+
+    area = tmp_path / "areapkg"
+    area.mkdir()
+    (area / "__init__.py").write_text('"""A new area."""\n')
+    (area / "family.py").write_text(
+        "from rldoctor.engine.registry import check\n\n"
+        "@check('ZZZ902', 'new-area-family', area='areapkg')\n"
+        "def new_family(snap, params):\n"
+        "    '''A new family.\n\n    Symptom:\n        s\n\n    Cause:\n        c\n\n    Fix:\n        f\n    '''\n"
+        "    return []\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    try:
+        assert "rldoctor.checks.areapkg.family" in builtin_modules()
+        assert "ZZZ902" in {c.code for c in builtin_checks()}
+    finally:
+        import sys
+        for name in [n for n in sys.modules if n.startswith("rldoctor.checks.areapkg")]:
+            del sys.modules[name]

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.registry import load_registry
-from rldoctor.runner import run_checks
+from rldoctor.engine.registry import load_registry
+from rldoctor.engine.runner import run_checks
 from rldoctor.snapshot import load
 
 SNAPSHOTS = sorted(p for p in FIXTURES.glob("*.json") if not p.name.endswith(".expected.json"))

@@ -140,8 +140,9 @@ def test_python_only_lint_never_imports_ray_or_torch(env, fmt):
 
 
 def test_yaml_lint_asks_ray_itself(env):
-    code = ("import sys\nfrom rldoctor.commands.lint import diagnose\n"
-            f"diagnose([{str(TUTORIAL / 'cluster.yaml')!r}])\nprint('ray' in sys.modules)")
+    code = ("import sys\nfrom rldoctor.engine.pipeline import Diagnosis\n"
+            f"Diagnosis.from_options(lint=True).lint([{str(TUTORIAL / 'cluster.yaml')!r}])\n"
+            "print('ray' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert proc.stdout.strip() == "True", proc.stderr
 

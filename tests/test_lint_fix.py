@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FIXTURES
 from rldoctor.lint import fixes
-from rldoctor.commands.lint import diagnose
+from conftest import lint_paths
 from rldoctor.lint.notebook import cell_sources, read_notebook
 
 SOURCES = sorted(p for p in (FIXTURES / "lint").glob("*/*") if p.suffix in (".py", ".ipynb", ".yaml", ".yml"))
@@ -57,7 +57,7 @@ def test_fix_changes_only_reported_lines_and_leaves_fewer_findings(source, tmp_p
     shutil.copy(source, target)
     before_text = target.read_text(encoding="utf-8")
     before_lines = _lines(target)
-    report, problems, doc = diagnose([str(target)])
+    report, problems, doc = lint_paths([str(target)])
     assert problems == []
     reported = {(f.location.get("cell", 0), f.location["line"]) for f in report.findings}
     plans = fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]})
@@ -80,7 +80,7 @@ def test_fix_changes_only_reported_lines_and_leaves_fewer_findings(source, tmp_p
     if source.suffix == ".ipynb":  # the JSON around the edited strings is kept as it was
         raw = [(a, b) for a, b in zip(before_text.splitlines(), after_text.splitlines()) if a != b]
         assert len(raw) == len(changed) and len(before_text.splitlines()) == len(after_text.splitlines())
-    again, _, _ = diagnose([str(target)])
+    again, _, _ = lint_paths([str(target)])
     assert len(again.findings) < len(report.findings)
     assert not [f for f in again.findings if f.evidence.get("edits")]
 
@@ -94,7 +94,7 @@ def test_a_notebook_in_another_layout_keeps_its_layout(tmp_path):
     path = tmp_path / "layout.ipynb"
     text = json.dumps(notebook, indent=2, ensure_ascii=True) + "\n"  # unsorted keys, escaped, indent 2
     path.write_text(text, encoding="utf-8")
-    report, _, doc = diagnose([str(path)])
+    report, _, doc = lint_paths([str(path)])
     fixes.apply_fixes(fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]}))
     after = path.read_text(encoding="utf-8")
     changed = [(a, b) for a, b in zip(text.splitlines(), after.splitlines()) if a != b]

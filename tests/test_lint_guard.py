@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rldoctor.commands.lint import diagnose
+from conftest import lint_paths
 
 RLLIB = Path(importlib.util.find_spec("ray.rllib").submodule_search_locations[0])
 RIGHT_ABOUT_RLLIB = {
@@ -37,7 +37,7 @@ def rllib_lint(tmp_path_factory):
     paths = [p for p in (RLLIB / "examples", RLLIB / "tuned_examples") if p.exists()]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RLDOCTOR_CACHE_DIR", str(tmp_path_factory.mktemp("rldoctor-cache")))
-        return diagnose([str(p) for p in paths])
+        return lint_paths([str(p) for p in paths])
 
 
 def test_rllib_examples_lint_without_fail_findings(rllib_lint):

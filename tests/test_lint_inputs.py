@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from rldoctor.commands.lint import diagnose, exit_code
+from rldoctor.commands.lint import exit_code
+from conftest import lint_paths
 from rldoctor.lint.yaml_source import MAX_NODES, YamlProblem, load_yaml
 
 GOOD = "from ray.rllib.algorithms.ppo import PPOConfig\nPPOConfig().training(sgd_minibatch_size=64)\n"
@@ -60,7 +61,7 @@ def test_each_bad_input_is_one_problem_and_the_good_file_is_still_linted(tmp_pat
         {"cell_type": "code", "source": ["def broken(:\n"]}]}))
     os.symlink(tmp_path / "gone.py", tmp_path / "dangling.py")
     started = time.perf_counter()
-    report, problems, _ = diagnose([str(tmp_path), str(tmp_path / "missing.py")])
+    report, problems, _ = lint_paths([str(tmp_path), str(tmp_path / "missing.py")])
     assert time.perf_counter() - started < 10
     assert _statuses(problems) == {
         "broken.py": "syntax-error", "binary.py": "binary", "latin1.py": "binary",
@@ -80,7 +81,7 @@ def test_each_bad_input_is_one_problem_and_the_good_file_is_still_linted(tmp_pat
 
 def test_only_unlintable_input_exits_3(tmp_path):
     _write(tmp_path / "broken.py", "def (:\n")
-    report, problems, _ = diagnose([str(tmp_path)])
+    report, problems, _ = lint_paths([str(tmp_path)])
     assert report.findings == [] and exit_code(report, problems, "fail") == 3
 
 
@@ -103,13 +104,13 @@ def test_not_a_cluster_config_gives_no_findings(tmp_path):
     _write(tmp_path / "deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n---\n"
                                          "- just\n- a list\n")
     _write(tmp_path / "empty.yaml", "")
-    report, problems, _ = diagnose([str(tmp_path)])
+    report, problems, _ = lint_paths([str(tmp_path)])
     assert problems == [] and report.findings == [] and report.errored == []
 
 
 def test_unsupported_file_given_by_name(tmp_path):
     _write(tmp_path / "train.sh", "ray submit cluster.yaml train.py\n")
-    _, problems, _ = diagnose([str(tmp_path / "train.sh")])
+    _, problems, _ = lint_paths([str(tmp_path / "train.sh")])
     assert _statuses(problems) == {"train.sh": "unsupported"}
 
 
@@ -119,7 +120,7 @@ def test_unreadable_file_when_permissions_apply(tmp_path):
     locked = _write(tmp_path / "locked.py", GOOD)
     locked.chmod(0)
     try:
-        _, problems, _ = diagnose([str(locked)])
+        _, problems, _ = lint_paths([str(locked)])
     finally:
         locked.chmod(0o644)
     assert _statuses(problems) == {"locked.py": "unreadable"}
@@ -127,7 +128,7 @@ def test_unreadable_file_when_permissions_apply(tmp_path):
 
 def test_a_shell_command_continued_over_lines_in_a_notebook_is_not_python(tmp_path):
     """`!rllib rollout \\` and its continuation lines, as notebooks from the Ray 1.x days have them."""
-    from rldoctor.commands.lint import diagnose
+    from conftest import lint_paths
 
     notebook = tmp_path / "rollout.ipynb"
     notebook.write_text(json.dumps({"cells": [
@@ -136,6 +137,6 @@ def test_a_shell_command_continued_over_lines_in_a_notebook_is_not_python(tmp_pa
         {"cell_type": "code", "source": ["!rllib rollout \\\n", "--run PPO \\\n", "--episodes 5 \\\n",
                                          "$checkpoint_path\n"]},
         {"cell_type": "code", "source": ["best = analysis.get_best_trial(\"episode_reward_mean\")\n"]}]}))
-    report, problems, _ = diagnose([str(notebook)])
+    report, problems, _ = lint_paths([str(notebook)])
     assert problems == []
     assert {(f.location["cell"], f.location["line"]) for f in report.findings} == {(1, 2), (3, 1)}

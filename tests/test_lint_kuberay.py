@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from conftest import FIXTURES
-from rldoctor.commands.lint import diagnose
+from conftest import lint_paths
 from rldoctor.lint import kuberay
 
 
@@ -31,7 +31,7 @@ def test_a_cr_ray_cannot_derive_a_config_from_fails(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: x\n"
                     "spec:\n  enableInTreeAutoscaling: true\n  workerGroupSpecs: []\n")
-    report, problems, _ = diagnose([str(path)])
+    report, problems, _ = lint_paths([str(path)])
     found = [f for f in report.findings if f.code == "RLD802"]
     assert len(found) == 1 and found[0].severity.label == "fail", found
     assert "Ray's own derivation" in found[0].message and "headGroupSpec" in found[0].message

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
-from rldoctor.commands.lint import diagnose
+from conftest import lint_paths
 
 LINT_FIXTURES = FIXTURES / "lint"
 EXPECTED = sorted(LINT_FIXTURES.glob("*/*.expected.json"))
@@ -51,7 +51,7 @@ def test_every_lint_fixture_has_expectations():
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_fixture_gives_exactly_the_expected_findings(expected_path):
     expected = json.loads(expected_path.read_text())
-    report, problems, _ = diagnose([str(_target(expected_path))])
+    report, problems, _ = lint_paths([str(_target(expected_path))])
     assert problems == [], problems
     assert report.errored == [], [(r.code, r.detail) for r in report.errored]
     got = collections.Counter(_key(f.code, f.severity.label, f.location.get("cell"), f.location["line"])
@@ -79,7 +79,7 @@ def test_fixture_gives_exactly_the_expected_findings(expected_path):
 def test_findings_come_sorted_by_path_and_line():
     from rldoctor.report.render.lint_text import render_lint_text
 
-    report, problems, _ = diagnose([str(LINT_FIXTURES / "tutorial")])
+    report, problems, _ = lint_paths([str(LINT_FIXTURES / "tutorial")])
     lines = [l for l in render_lint_text(report, problems).splitlines() if ": RLD8" in l]
     places = [(l.split(":")[0], int(l.split(":")[1]), int(l.split(":")[2])) for l in lines]
     assert places == sorted(places) and len(places) == 33
@@ -92,7 +92,7 @@ def _ray_verdict(config: dict) -> dict:
 
 
 def _replacement(path: Path) -> dict:
-    report, _, _ = diagnose([str(path)])
+    report, _, _ = lint_paths([str(path)])
     legacy = [f for f in report.findings if "legacy" in f.message]
     assert len(legacy) == 1
     return yaml.safe_load(legacy[0].evidence["replacement"])
@@ -124,7 +124,7 @@ def test_written_out_node_types_pass_rays_validator():
 
 
 def _lint(paths):
-    report, problems, doc = diagnose([str(p) for p in paths])
+    report, problems, doc = lint_paths([str(p) for p in paths])
     return report, problems, doc
 
 
@@ -194,7 +194,7 @@ def test_fix_skips_an_edit_when_the_file_changed_under_it(tmp_path):
 
 
 def test_check_leaves_code_checks_to_lint():
-    from rldoctor.registry import load_registry
+    from rldoctor.engine.registry import load_registry
 
     registry = load_registry(include_plugins=False)
     assert {c.code for c in registry.select(lint=True)} == {"RLD801", "RLD802", "RLD803"}

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, RLDOCTOR, _clean_env, run_rldoctor
-from rldoctor import muting
-from rldoctor.diagnose import diagnose
+from rldoctor.engine import muting
+from rldoctor.engine.pipeline import Diagnosis
 from rldoctor.errors import UsageError
 from rldoctor.model import Severity
-from rldoctor.registry import load_registry
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import load
 
 DEAD = FIXTURES / "node-dead.json"  # RLD101 fail on node bd551dd5...
@@ -24,7 +24,7 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def _report(path=DEAD):
-    return diagnose(load(path), {"kind": "snapshot", "file": str(path)}, registry=REGISTRY)
+    return Diagnosis.every_check(REGISTRY).run(load(path), {"kind": "snapshot", "file": str(path)})
 
 
 def _file(tmp_path: Path, text: str, name: str = "rldoctor.toml") -> Path:

@@ -11,8 +11,8 @@ import pytest
 from conftest import FIXTURES
 from rldoctor import node_state
 from rldoctor.bundle.manifest import node_rows
-from rldoctor.diagnose import diagnose
-from rldoctor.registry import load_registry
+from rldoctor.engine.pipeline import Diagnosis
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import Snapshot
 
 
@@ -67,8 +67,8 @@ def test_overview_rld101_rld104_and_manifest_agree_on_a_node(case):
     doc = _doc()
     node_id = doc["nodes"][2]["node_id"]
     edit(doc, node_id)
-    report = diagnose(Snapshot(doc), {"kind": "snapshot", "file": "edited"},
-                      registry=load_registry(include_plugins=False))
+    report = Diagnosis.every_check(load_registry(include_plugins=False)).run(
+        Snapshot(doc), {"kind": "snapshot", "file": "edited"})
     rows = {r["node_id"]: r for r in report.cluster["rows"]}
     mine = [f for f in report.findings if f.subject == f"node:{node_id}"]
 
@@ -90,8 +90,8 @@ def test_the_late_raylet_is_one_thing_in_the_whole_report():
     _late(doc, node_id)
     decided = node_state.of_id(doc, node_id)
     assert (decided.state, decided.kind) == ("ALIVE", "late") and "2600 ms" in decided.why
-    report = diagnose(Snapshot(doc), {"kind": "snapshot", "file": "edited"},
-                      registry=load_registry(include_plugins=False))
+    report = Diagnosis.every_check(load_registry(include_plugins=False)).run(
+        Snapshot(doc), {"kind": "snapshot", "file": "edited"})
     row = next(r for r in report.cluster["rows"] if r["node_id"] == node_id)
     assert row["state"] == "ALIVE" and row["findings"] == ["RLD104"]
     [slow] = [f for f in report.findings if f.code == "RLD104"]

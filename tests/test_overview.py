@@ -12,9 +12,9 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor.diagnose import diagnose
+from rldoctor.engine.pipeline import Diagnosis
 from rldoctor.report.overview import SHOWN_ROWS, build, shown_rows
-from rldoctor.registry import load_registry
+from rldoctor.engine.registry import load_registry
 from rldoctor.report.render import RENDERERS
 from rldoctor.snapshot import Snapshot, load
 
@@ -27,8 +27,8 @@ def _doc(name: str = "healthy-3node") -> dict:
 
 
 def _report(doc: dict):
-    return diagnose(Snapshot(doc), {"kind": "snapshot", "file": "edited"},
-                    registry=load_registry(include_plugins=False))
+    return Diagnosis.every_check(load_registry(include_plugins=False)).run(
+        Snapshot(doc), {"kind": "snapshot", "file": "edited"})
 
 
 def test_rows_carry_the_snapshot_figures():
@@ -171,8 +171,8 @@ def test_hundreds_of_nodes_show_the_worst_rows_and_say_how_many_were_folded():
 @pytest.mark.parametrize("path", sorted(p for p in FIXTURES.glob("*.json")
                                         if not p.name.endswith(".expected.json")), ids=lambda p: p.stem)
 def test_every_fixture_gets_an_overview_in_every_format(path):
-    report = diagnose(load(path), {"kind": "snapshot", "file": str(path)},
-                      registry=load_registry(include_plugins=False))
+    report = Diagnosis.every_check(load_registry(include_plugins=False)).run(
+        load(path), {"kind": "snapshot", "file": str(path)})
     assert report.cluster is not None and len(report.cluster["rows"]) == len(load(path).nodes)
     for render in RENDERERS.values():
         assert render(report)

@@ -6,8 +6,8 @@ import os
 
 from conftest import FIXTURES, run_rldoctor
 from plugins import BROKEN_IMPORT, GOOD, MISBEHAVING, install
-from rldoctor.registry import DOC_SECTIONS, builtin_checks, check, fail, parse_doc
-from rldoctor.runner import run_check
+from rldoctor.engine.registry import DOC_SECTIONS, builtin_checks, check, fail, parse_doc
+from rldoctor.engine.runner import run_check
 from rldoctor.snapshot import Snapshot, load
 
 
@@ -143,7 +143,72 @@ def test_plugin_cannot_take_a_builtin_code(tmp_path):
 
 def test_readme_error_table_is_generated_from_the_checks():
     from conftest import ROOT
-    from rldoctor.docs import replace_block
+    from rldoctor.engine.docs import replace_block
 
     readme = (ROOT / "README.md").read_text()
-    assert replace_block(readme) == readme, "run: python -m rldoctor.docs --write README.md"
+    assert replace_block(readme) == readme, "run: python -m rldoctor.engine.docs --write README.md"
+
+
+def _cut(cell: str) -> str | None:
+    """Why a table cell is not a whole sentence, or None when it is one."""
+    import re
+
+    text = cell.replace("\\|", "|")
+    if text.count("`") % 2:
+        return "unbalanced backticks"
+    outside = re.sub(r"`[^`]*`", "``", text)  # quotes and parentheses inside code do not count
+    if outside.count('"') % 2:
+        return "unbalanced quotes"
+    if outside.count("(") != outside.count(")"):
+        return "unbalanced parentheses"
+    if not re.search(r"[.!?][\"')`]*$", text):
+        return "no terminal punctuation"
+    return None
+
+
+def test_readme_error_table_cells_are_whole_sentences():
+    from conftest import ROOT
+    from rldoctor.engine.docs import BEGIN, END
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index(BEGIN) + len(BEGIN):readme.index(END)].strip().splitlines()[2:]
+    assert len(table) == len(builtin_checks())
+    import re
+
+    for row in table:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        code, _, finds, symptom, fix = cells
+        for column, cell in (("finds", finds), ("symptom", symptom), ("first fix", fix)):
+            assert _cut(cell) is None, f"{code} {column}: {_cut(cell)}: {cell}"
+
+
+def test_a_cut_cell_is_caught_and_the_first_sentence_keeps_quoted_messages_whole():
+    from rldoctor.engine.docs import _first_sentence
+
+    assert _cut('The raylet logs "...') == "unbalanced quotes"
+    assert _cut("`ObjectStoreFullError: Failed to put object ...") == "unbalanced backticks"
+    assert _cut("Fewer workers (see RLD403.") == "unbalanced parentheses"
+    assert _cut("Enlarge /dev/shm") == "no terminal punctuation"
+    assert _cut('It printed "Token authentication is disabled." when it started.') is None
+    symptom = ('The raylet logs "... is over 95% full, available space: ...; capacity: .... '
+               'Object creation will fail if spilling is required."; tasks fail. Then more.')
+    assert _first_sentence(symptom) == symptom[:symptom.index(" Then")]
+    assert _first_sentence("Use `ray.init()`. Then go.") == "Use `ray.init()`."
+    assert _first_sentence("Keep it small (e.g. 10 MiB). Then go.") == "Keep it small (e.g. 10 MiB)."
+    assert _first_sentence("Raise it, e.g. to 64. Then go.") == "Raise it, e.g. to 64."
+    assert _first_sentence("A | B. C.") == "A \\| B."
+
+
+def test_one_way_to_make_a_finding_of_a_severity():
+    import pytest
+
+    from rldoctor.model import Severity
+    from rldoctor.registry import fail, finding, info, warn
+
+    for label, helper in (("info", info), ("warn", warn), ("fail", fail)):
+        by_label = finding(label, "node:a", "seen", {"x": 1}, "do")
+        by_level = finding(Severity.parse(label), "node:a", "seen", {"x": 1}, "do")
+        assert by_label == by_level == helper("node:a", "seen", {"x": 1}, "do")
+        assert by_label.severity.label == label and by_label.code == ""
+    with pytest.raises(KeyError):
+        finding("severe", "node:a", "seen")

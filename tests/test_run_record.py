@@ -10,9 +10,9 @@ import math
 import pytest
 
 from rldoctor.checks import _runs
-from rldoctor.checks.training import stale_weights
+from rldoctor.checks.training.runs import stale_weights
 from rldoctor.collect.runs import point_of
-from rldoctor.registry import load_registry
+from rldoctor.engine.registry import load_registry
 from rldoctor.smoke.remote import trim_result
 from rldoctor.snapshot import Snapshot
 
@@ -66,7 +66,7 @@ def test_rld602_finds_a_growing_lag_in_both_sources_and_none_in_a_steady_one():
 
 
 def _rld601(doc):
-    from rldoctor.checks.training import training_stall
+    from rldoctor.checks.training.runs import training_stall
 
     params = load_registry(include_plugins=False).by_code()["RLD601"].params
     return list(training_stall(Snapshot(doc), params))
@@ -103,7 +103,7 @@ def test_rld601_gives_a_smoke_run_and_a_results_file_of_one_curve_the_same_verdi
         assert {k: found_run[0].evidence[k] for k in keys} == \
             {k: found_smoke[0].evidence[k] for k in keys}
     # RLD603's likely cause for the missed target asks the same judge
-    from rldoctor.checks.training import smoke_train_failed
+    from rldoctor.checks.training.runs import smoke_train_failed
 
     missed = {**smoke, "outcome": "missed", "target_return": 195.0, "time_budget_s": 60.0,
               "stage": "done", "figures": {"best_return": max(returns)}}

@@ -6,8 +6,8 @@ import json
 import time
 
 from conftest import run_rldoctor
-from rldoctor.registry import load_registry
-from rldoctor.runner import run_checks
+from rldoctor.engine.registry import load_registry
+from rldoctor.engine.runner import run_checks
 from rldoctor.snapshot import Snapshot
 from synthetic import big_snapshot
 

@@ -18,8 +18,8 @@ import pytest
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.collect.targets import collect, parse_target
 from rldoctor.errors import UsageError
-from rldoctor.registry import load_registry
-from rldoctor.runner import run_check
+from rldoctor.engine.registry import load_registry
+from rldoctor.engine.runner import run_check
 from rldoctor.snapshot import Snapshot
 
 TESTS = Path(__file__).resolve().parent

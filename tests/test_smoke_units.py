@@ -15,8 +15,8 @@ import pytest
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.smoke import run as smoke
 from rldoctor.errors import Undiagnosable, UsageError
-from rldoctor.registry import load_registry
-from rldoctor.runner import run_checks
+from rldoctor.engine.registry import load_registry
+from rldoctor.engine.runner import run_checks
 from rldoctor.smoke.remote import trim_result
 from rldoctor.snapshot import Snapshot, load
 
@@ -287,7 +287,7 @@ def test_smoke_train_help_never_imports_ray_or_torch():
 def test_a_random_policys_jitter_is_not_learning():
     """lr=0 on a loaded machine: a low first window and a few lucky ones later (+6)."""
     from rldoctor.checks._runs import judge_return
-    from rldoctor.checks.training import STALL_PARAMS
+    from rldoctor.checks.training.runs import STALL_PARAMS
 
     noisy = [18.0, 20.0, 19.0, 24.0, 26.0, 25.0, 23.0, 27.0, 24.0, 21.0]
     assert judge_return(noisy, STALL_PARAMS)["learned"] is False
@@ -320,3 +320,27 @@ def test_the_smoke_trainer_travels_by_value_to_a_node_without_rldoctor():
                           timeout=60)
     assert proc.stdout.decode().split() == ["2", "0.5", "None", "1.0", "SmokeTrainer", "[]"], \
         proc.stderr.decode()[-2000:]
+
+
+def test_smoke_figures_are_a_report_part_every_renderer_draws():
+    """smoke-train's report comes from the pipeline: the figures are a part of the Report that
+    the table draws above the checks, markdown after them and JSON as `figures`."""
+    from rldoctor.engine.pipeline import Diagnosis
+    from rldoctor.report.render import RENDERERS
+    from rldoctor.report.smoke import headline
+
+    doc = _doc([20, 100, 200])
+    diagnosis = Diagnosis.from_options(codes=("RLD601", "RLD602", "RLD603", "RLD604"),
+                                       read_mutes=False, smoke_figures=True)
+    assert sorted(c.code for c in diagnosis.checks) == ["RLD601", "RLD602", "RLD603", "RLD604"]
+    report = diagnosis.run(Snapshot(doc), {"kind": "smoke-train"})
+    assert report.figures["outcome"] == "reached" and len(report.figures["curve"]) == 3
+    line = headline(report.figures)
+    table = RENDERERS["table"](report)
+    assert table.startswith(line.split(" in ")[0]) and table.index(line) < table.index("RLD601")
+    markdown = RENDERERS["markdown"](report)
+    assert markdown.index("RLD601") < markdown.index(line)
+    assert json.loads(RENDERERS["json"](report))["figures"]["outcome"] == "reached"
+    # a check of a recorded smoke run (`check --from`) is asked for no figures: none drawn
+    plain = Diagnosis.every_check().run(Snapshot(doc), {"kind": "snapshot"})
+    assert plain.figures == {} and line not in RENDERERS["table"](plain)

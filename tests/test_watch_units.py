@@ -16,9 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from conftest import FIXTURES
-from rldoctor import muting
-from rldoctor.diagnose import diagnose
-from rldoctor.registry import load_registry
+from rldoctor.engine.pipeline import Diagnosis
+from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import validate
 from rldoctor.watch import RoundFailed, Watch
 from rldoctor.watch_metrics import WatchMetrics
@@ -60,12 +59,10 @@ class MemoryLog(TransitionLog):
 
 
 def watch_of(rounds: list, ignores=()) -> tuple[Watch, WatchMetrics, MemoryLog]:
-    mutes, notes = muting.load(ignores, None, REGISTRY)
+    diagnosis = Diagnosis.from_options(ignores=ignores, registry=REGISTRY)  # as `watch` builds it
 
     def diagnose_round(doc):
-        report = diagnose(validate(doc, "replay"), {}, REGISTRY.checks, None, 10.0, REGISTRY)
-        muting.apply(report, mutes, notes)
-        return report
+        return diagnosis.run(validate(doc, "replay"), {})
 
     metrics, log = WatchMetrics(), MemoryLog()
     return Watch(Replay(rounds), metrics, log, diagnose_round, interval_s=0), metrics, log
@@ -104,9 +101,9 @@ def test_a_round_serves_exactly_the_findings_of_check_with_their_streaks_and_mes
     assert hung["name"] == "env-runner-hung"
     messages = {dict(k)["code"]: dict(k)["message"] for k in series(text, "rldoctor_finding_message")}
     assert "RLD605" in messages and len(messages["RLD605"]) > 20
-    # every check has exactly one status series
+    # every check the watch runs (all but lint's `code` area, as `check`) has exactly one status series
     statuses = series(text, "rldoctor_check_status")
-    assert sorted(dict(k)["code"] for k in statuses) == sorted(c.code for c in REGISTRY.checks)
+    assert sorted(dict(k)["code"] for k in statuses) == sorted(c.code for c in REGISTRY.select())
     assert {dict(k)["code"]: dict(k)["status"] for k in statuses}["RLD605"] == "fail"
     # the opened events: one per finding, nothing resolved
     assert {(e["code"], e["severity"], e["subject"]) for e in log.events} == expected("training-hung")

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from rldoctor.cli import main
-from rldoctor.registry import load_registry, parse_doc
+from rldoctor.engine.registry import load_registry, parse_doc
 
 WORDS = re.compile(r"seed article|the article|the seed|\barticle\b", re.IGNORECASE)
 

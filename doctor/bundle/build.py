@@ -53,19 +53,24 @@ def _top_folder(doc: dict) -> str:
 
 
 def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 obfuscate: bool = False, force: bool = False, progress=None) -> dict:
-    """Collect and write the bundle at `path`; returns a summary (file, bytes, nodes, items)."""
+                 obfuscate: bool = False, force: bool = False, progress=None, diagnosis=None) -> dict:
+    """Collect and write the bundle at `path`; returns a summary (file, bytes, nodes, items).
+
+    `diagnosis` (rldoctor.engine.pipeline.Diagnosis, default: every check, the mutes of the
+    team's rldoctor.toml) makes the bundle's report, as `check --from` the bundle would."""
     from rldoctor.bundle import assemble
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator, map_path
     from rldoctor.bundle.writer import BundleFile, Member, fit
     from rldoctor.dashboard import is_dashboard_address
     from rldoctor.dashboard.remote import chosen_address, take_snapshot
-    from rldoctor.diagnose import diagnose
+    from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
 
     started = time.monotonic()
+    if diagnosis is None:
+        diagnosis = Diagnosis.from_options()  # a bad ignore file: exit 2 before the cluster
     say = progress or Progress()
     the_map = map_path(os.path.abspath(path)) if obfuscate else None
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
@@ -99,7 +104,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
                 "http:// address to --address for logs and stacks" if through_dashboard else
                 "not collected: the driver could not join the cluster"))
         say(f"snapshot of {len(doc.get('nodes') or [])} node(s); diagnosing")
-        report = diagnose(Snapshot(doc), dict(doc.get("source") or {}))
+        report = diagnosis.run(Snapshot(doc), dict(doc.get("source") or {}))
         items += [Item("report", "report (JSON)", file="report.json"),
                   Item("report", "report (Markdown)", file="report.md")]
 

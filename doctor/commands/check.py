@@ -1,8 +1,9 @@
 """`rldoctor check`: what it does once click has parsed its options (see rldoctor.cli).
 
 Read the input (a live cluster, a snapshot or bundle, or only --target / --run files), add
-the user's targets and runs, run the selected checks, apply the mutes, render, and return the
-exit code. Usage errors (unknown codes, a bad --set) raise UsageError before anything is read.
+the user's targets and runs, diagnose it (rldoctor.engine.pipeline: the selected checks, the
+report's parts, the mutes), render, and return the exit code. Usage errors (unknown codes, a
+bad --set) raise UsageError before anything is read.
 """
 
 from __future__ import annotations
@@ -23,66 +24,17 @@ def target_specs(targets) -> list:
     return [parse_target(text) for text in targets]
 
 
-def validate_codes(option: str, codes: list[str], registry) -> None:
-    known = {c.code for c in registry.checks} | {c.name for c in registry.checks}
-    unknown = [c for c in codes if c not in known]
-    if unknown:
-        valid = ", ".join(c.code for c in registry.checks)
-        raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
-
-
-def check_params(settings: tuple[str, ...], zone_label: str | None) -> dict:
-    """--set CODE.PARAM=VALUE (values read as JSON when they parse) and --zone-label."""
-    import json
-
-    params: dict[str, dict] = {}
-    for item in settings:
-        key, sep, raw = item.partition("=")
-        code, dot, name = key.partition(".")
-        if not sep or not dot or not name:
-            raise UsageError(f"--set {item!r}: expected CODE.PARAM=VALUE, e.g. RLD201.warn_ms=10")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        params.setdefault(code.strip().upper(), {})[name.strip()] = value
-    if zone_label:
-        for code in ZONE_CHECKS:
-            params.setdefault(code, {})["zone_label"] = zone_label
-    return params
-
-
-ZONE_CHECKS = ("RLD201", "RLD202", "RLD203")
-
-
-def validate_params(params: dict, registry) -> None:
-    checks = registry.by_code()
-    for code, values in params.items():
-        if code not in checks:
-            raise UsageError(f"--set: unknown check code {code}")
-        unknown = sorted(set(values) - set(checks[code].params))
-        if unknown:
-            known = ", ".join(sorted(checks[code].params)) or "none"
-            raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
-
-
-def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
-           params=None, targets=(), runs=(), ignores=(), config=None) -> int:
-    from rldoctor.registry import load_registry
-    from rldoctor.diagnose import diagnose
+def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_timeout,
+        params=None, targets=(), runs=(), ignores=(), config=None) -> int:
+    from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.report.render import RENDERERS
     from rldoctor import snapshot as snapshots
 
     if address and from_file:
         raise UsageError("--address and --from are exclusive: diagnose a live cluster or a file")
-    registry = load_registry()
-    validate_codes("--only", only, registry)
-    validate_codes("--skip", skip, registry)
-    validate_params(params or {}, registry)
-    selected = registry.select(only, skip)
-    from rldoctor import muting
-
-    mutes, mute_notes = muting.load(ignores, config, registry)  # a bad file stops here, exit 2
+    # unknown codes, a bad --set, a bad ignore file: exit 2 here, before anything is read
+    diagnosis = Diagnosis.from_options(only, skip, params, ignores, config,
+                                       timeout_s=check_timeout)
 
     specs = target_specs(targets)
     results = None
@@ -115,8 +67,7 @@ def run_check(address, from_file, only, skip, fmt, output, fail_on, timeout, che
     if results is not None:
         snap.data["runs"] = results
         snap.data.setdefault("collectors", {})["runs"] = {"status": "ok"}
-    report = diagnose(snap, source, selected, params, check_timeout, registry)
-    muting.apply(report, mutes, mute_notes)
+    report = diagnosis.run(snap, source)
     write_text(RENDERERS[fmt](report), output)
     if output:
         from rldoctor.report.render.text import summary_line

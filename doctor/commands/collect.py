@@ -32,11 +32,15 @@ def collect_snapshot_file(output: str, address, timeout: float) -> str:
 
 
 def collect_bundle_file(path: str, address, timeout: float, force: bool, max_size: float,
-                        obfuscate: bool) -> str:
+                        obfuscate: bool, ignores=(), config: str | None = None) -> str:
+    """The bundle's report.json honours the mutes `check --from` the bundle would apply:
+    --ignore and the team's rldoctor.toml (or --config)."""
     from rldoctor.bundle.build import write_bundle
+    from rldoctor.engine.pipeline import Diagnosis
 
+    diagnosis = Diagnosis.from_options(ignores=ignores, config=config)  # a bad file: exit 2 now
     done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),
-                        obfuscate=obfuscate, force=force)
+                        obfuscate=obfuscate, force=force, diagnosis=diagnosis)
     return (f"bundle of {done['nodes']} node(s) written to {path}: {done['bytes'] / 1e6:.2f} MB, "
             f"{done['items_ok']} item(s) collected, {done['items_failed']} not (see "
             f"manifest.json), {done['seconds']:.1f}s"

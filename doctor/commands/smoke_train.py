@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from rldoctor.errors import UsageError
-from rldoctor.model import Report, Severity
+from rldoctor.model import Severity
 from rldoctor.output import write_text
 
 TRAINING_CODES = ("RLD601", "RLD602", "RLD603", "RLD604")
@@ -20,12 +20,11 @@ def _writable(option: str, path: str | None) -> None:
 
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                 record, lr, seed) -> int:
-    from rldoctor.smoke import report as smoke_report
+    from rldoctor.engine.pipeline import Diagnosis
+    from rldoctor.report import smoke as smoke_report
     from rldoctor.smoke import run as smoke
     from rldoctor.redact import redact
-    from rldoctor.registry import load_registry
     from rldoctor.report.render import RENDERERS
-    from rldoctor.runner import run_checks
     from rldoctor.snapshot import Snapshot, dumps
 
     for option, path in (("--output", output), ("--plot", plot), ("--record", record)):
@@ -54,21 +53,14 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
         sys.stdout.flush()
     if record:
         Path(record).write_text(redact(dumps(doc)), encoding="utf-8")
-    registry = load_registry()
-    selected = [c for c in registry.checks if c.code in TRAINING_CODES]
-    results = run_checks(selected, Snapshot(doc))
-    figures = smoke.report_figures(doc)
+    diagnosis = Diagnosis.from_options(codes=TRAINING_CODES, read_mutes=False, smoke_figures=True)
     source = dict(doc.get("source") or {})
     source["created_at"] = doc.get("created_at", "")
-    report = Report(results=results, source=source, notes=list(registry.problems), figures=figures)
+    report = diagnosis.run(Snapshot(doc), source)  # the figures are a part the renderers draw
     text = RENDERERS[fmt](report)
-    if fmt == "table":
-        text = smoke_report.render_text(figures) + text
-    elif fmt == "markdown":
-        text = text + smoke_report.render_markdown(figures)
     if plot:
         try:
-            smoke_report.plot(figures, plot)
+            smoke_report.plot(report.figures, plot)
         except (OSError, ValueError) as exc:
             raise UsageError(f"--plot {plot}: cannot write: {exc}") from None
         say(f"learning curve written to {plot}")

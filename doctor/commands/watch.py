@@ -1,7 +1,8 @@
 """`rldoctor watch`: what it does once click has parsed its options (see rldoctor.cli).
 
-Validate the codes, the settings and the address before anything is served, then run the
-rounds (rldoctor.watch). Returns the exit code; errors are RldoctorError, handled by the CLI.
+Validate the codes, the settings, the ignore file and the address before anything is
+served, then run the rounds (rldoctor.watch), each diagnosed by the one pipeline
+(rldoctor.engine.pipeline). Returns the exit code; errors are RldoctorError, handled by the CLI.
 """
 
 from __future__ import annotations
@@ -9,15 +10,11 @@ from __future__ import annotations
 
 def watch(address, interval, metrics_port, metrics_host, log_path, only_codes, skip_codes,
           settings, timeout, check_timeout, ignores, config) -> int:
-    from rldoctor.commands.check import check_params, validate_codes, validate_params
-    from rldoctor.registry import load_registry
+    from rldoctor.commands._options import check_params
+    from rldoctor.engine.pipeline import Diagnosis
 
-    registry = load_registry()
-    validate_codes("--only", only_codes, registry)
-    validate_codes("--skip", skip_codes, registry)
-    params = check_params(settings, None)
-    validate_params(params, registry)
+    diagnosis = Diagnosis.from_options(only_codes, skip_codes, check_params(settings, None),
+                                       ignores, config, timeout_s=check_timeout)
     from rldoctor.watch import run_watch
 
-    return run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,
-                     skip_codes, ignores, config, params, timeout, check_timeout)
+    return run_watch(address, interval, metrics_port, metrics_host, log_path, diagnosis, timeout)

@@ -3,7 +3,7 @@
 The lint reader (`rldoctor.lint.document`) turns source files into the `lint`
 section of a snapshot-like document: per file, the facts the rules need (calls,
 keyword arguments, dict configs, imports, attributes, YAML data) with their
-locations. The rules are checks of the `code` area in `rldoctor.checks.lint_rules` (checks/lint_rules.py),
+locations. The rules are checks of the `code` area in `rldoctor.lint.rules` (doctor/lint/rules/),
 pure functions of that section, like every other check.
 
 Nothing here imports ray or torch for Python files. Ray is imported only to

@@ -7,7 +7,7 @@ performance table does.
 
 Like the collectors, this module imports ray only inside functions: `rldoctor
 --help` stays light. It produces a snapshot document (schema rldoctor.snapshot/v1)
-with two sections that the checks in `rldoctor.checks.training` read:
+with two sections that the checks in `rldoctor.checks.training.runs` read:
 
     smoke    the run: outcome, settings, per-iteration curve, figures, where each
              env runner ran, and the checkpoint round trip
@@ -596,13 +596,3 @@ def parse_scaling(text: str | None) -> list[int]:
     if not counts or any(c < 1 for c in counts):
         raise UsageError(f"--scaling {text!r}: counts must be whole numbers >= 1")
     return sorted(set(counts))
-
-
-def report_figures(doc: dict) -> dict:
-    """What goes into the JSON report's `figures`: the smoke figures, the curve, the sweep."""
-    smoke = doc.get("smoke") or {}
-    figures = dict(smoke.get("figures") or {})
-    figures["curve"] = smoke.get("curve") or []
-    if doc.get("scaling"):
-        figures["scaling"] = doc["scaling"]
-    return figures

@@ -1,10 +1,15 @@
 """Renderers: a plain map from format name to a function Report -> str; the map is the
-list of formats (`FORMATS`, the commands' --format choices)."""
+list of formats (`FORMATS`, the commands' --format choices). `rldoctor lint` has its own
+map: its compiler-style text, then every report renderer but the cluster table."""
 
 from rldoctor.report.render.json import render_json
+from rldoctor.report.render.lint_text import render_lint_text
 from rldoctor.report.render.markdown import render_markdown
 from rldoctor.report.render.table import render_table
 
 RENDERERS = {"table": render_table, "json": render_json, "markdown": render_markdown}
 # The --format choices of `check`, `smoke-train` and `collect`: a renderer added here is one.
 FORMATS = tuple(RENDERERS)
+# The --format choices of `lint`: its own text (one finding a line), then the report formats
+LINT_RENDERERS = {"text": render_lint_text, **{k: v for k, v in RENDERERS.items() if k != "table"}}
+LINT_FORMATS = tuple(LINT_RENDERERS)

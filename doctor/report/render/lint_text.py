@@ -25,6 +25,8 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
+    """The lint report; `problems` (default: the report's `not_linted`) are the inputs not linted."""
+    problems = report.not_linted if problems is None else problems
     rows = []
     for f in report.findings:
         where = f.location or {"path": f.subject, "line": 0, "column": 0}

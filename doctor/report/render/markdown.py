@@ -65,4 +65,9 @@ def render_markdown(report: Report) -> str:
         out += _finding(f)
     if report.notes:
         out += ["### Notes", ""] + [f"- {_cell(n)}" for n in report.notes]
-    return "\n".join(out).rstrip() + "\n"
+    text = "\n".join(out).rstrip() + "\n"
+    if report.figures:  # a smoke run's figures close its report
+        from rldoctor.report.smoke import render_markdown
+
+        text += render_markdown(report.figures)
+    return text

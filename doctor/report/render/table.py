@@ -56,4 +56,9 @@ def render_table(report: Report) -> str:
                 for f in muted]
     for note in report.notes:
         out.append(_wrap("note: " + note, ""))
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    if report.figures:  # a smoke run's figures open its report
+        from rldoctor.report.smoke import render_text
+
+        text = render_text(report.figures) + text
+    return text

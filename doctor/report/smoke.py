@@ -1,8 +1,21 @@
-"""The smoke run's figures for people: a text block, a markdown section, a PNG learning curve."""
+"""The smoke run's figures, a part of the report: what the JSON report's `figures` holds
+(`figures`, built by the pipeline for `rldoctor smoke-train`), and for people a text block
+(the table renderer draws it above the checks), a markdown section (after them) and a PNG
+learning curve (`--plot`)."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
+
+
+def figures(doc: dict) -> dict:
+    """What goes into the JSON report's `figures`: the smoke figures, the curve, the sweep."""
+    smoke = doc.get("smoke") or {}
+    figures = dict(smoke.get("figures") or {})
+    figures["curve"] = smoke.get("curve") or []
+    if doc.get("scaling"):
+        figures["scaling"] = doc["scaling"]
+    return figures
 
 
 def _f(value, fmt: str = "{:.1f}", none: str = "-") -> str:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from rldoctor.model import Finding, Severity
-
-_SEVERITIES = {"info": Severity.INFO, "warn": Severity.WARN, "fail": Severity.FAIL}
+from rldoctor.engine.registry import finding as make_finding
+from rldoctor.model import Finding
 
 
 def lint_files(snap, kinds: tuple[str, ...]) -> list[dict]:
@@ -29,7 +28,7 @@ def finding(record: dict, severity: str, line: int, column0: int, message: str, 
     subject = f"file:{where['path']}:{where['line']}"
     if "cell" in where:
         subject = f"file:{where['path']}:cell {where['cell']}:{where['line']}"
-    out = Finding("", _SEVERITIES[severity], subject, message, evidence, fix)
+    out = make_finding(severity, subject, message, evidence, fix)
     out.location = where
     return out
 
@@ -38,3 +37,8 @@ def sort_key(f: Finding) -> tuple:
     where = getattr(f, "location", None) or {}
     return (where.get("path", ""), where.get("cell", 0), where.get("line", 0),
             where.get("column", 0), f.code)
+
+
+def ray_version(snap) -> str:
+    """The version of the Ray the lint reader read its names from."""
+    return (snap["lint"].get("ray_build") or {}).get("version", "unknown")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from rldoctor.checks._cluster_config import Problem, cluster_problems
+from rldoctor.lint.rules._cluster_config import Problem, cluster_problems
 
 KUBERAY_IDLE_DEFAULT_S = 60  # Ray's derivation: idle_timeout_minutes 1.0 without idleTimeoutSeconds
 _UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20,

@@ -7,7 +7,7 @@ import time
 from typing import Any, Iterable
 
 from rldoctor.model import CheckResult, Finding, Note
-from rldoctor.registry import Check
+from rldoctor.engine.registry import Check
 from rldoctor.snapshot import Snapshot
 
 DEFAULT_CHECK_TIMEOUT_S = 10.0

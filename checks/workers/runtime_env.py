@@ -82,7 +82,7 @@ def runtime_env_failed(snap, params):
         `ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.` from an
         actor or task; `ray job status` says FAILED with "runtime_env setup failed", or the
         job stays PENDING: "Job has not started yet. It may be waiting for the runtime
-        environment to be set up." (reported after a minute)
+        environment to be set up." (reported after a minute).
 
     Cause:
         Ray builds a `runtime_env` (pip or conda packages, a working_dir, py_modules) on each

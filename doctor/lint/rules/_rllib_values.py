@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from rldoctor.checks._rllib_api_table import Row
+from rldoctor.lint.rules.table import Row
 
 
 def _shown(value) -> str:

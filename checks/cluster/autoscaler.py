@@ -1,4 +1,4 @@
-"""Clusters that grow and shrink: RLD108 (scale-up blocked), RLD109 (nodes removed under a training).
+"""Clusters that grow and shrink, the autoscaler: RLD108, RLD109.
 
 Area `cluster`. Both read the `autoscaler` section (rldoctor.collect.autoscaler): which
 autoscaler runs, its node types with min/max/current, its launches and failures, idle nodes.

@@ -119,7 +119,7 @@ class ConfigDicts:
                     if run is None:
                         continue
                     trainable = run.get("value") if run.get("literal") else None
-                    from rldoctor.checks._rllib_api_usage import RLLIB_TRAINABLES
+                    from rldoctor.lint.rules._rllib_api_usage import RLLIB_TRAINABLES
 
                     if trainable in RLLIB_TRAINABLES or (trainable is None and len(
                             rllib_keys(self.facts, config)) >= _UNKNOWN_TRAINABLE_AT):

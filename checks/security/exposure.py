@@ -11,9 +11,8 @@ from __future__ import annotations
 from rldoctor.checks._endpoints import (ENTRY_POINTS, KINDS, auth_state, is_public, kind_of, reach,
                                         shown)
 from rldoctor.model import Severity
-from rldoctor.registry import check, fail, info, note, warn
+from rldoctor.registry import check, fail, finding, note, warn
 
-_MAKERS = {Severity.FAIL: fail, Severity.WARN: warn, Severity.INFO: info}
 _WHERE = {"all": "every interface", "public": "a public address", "private": "a private address"}
 SHOWN_ENDPOINTS = 6  # endpoints named in a message
 MAX_EVIDENCE = 50  # endpoints listed in a finding's evidence (a node with many workers has more)
@@ -263,7 +262,7 @@ def exposed_endpoint(snap, params):
             "endpoints_count": len(exposed),
             "not_reported": len(quiet.get(node_id, [])),
         }
-        yield _MAKERS[worst](f"node:{node_id}", message, evidence, fix)
+        yield finding(worst, f"node:{node_id}", message, evidence, fix)
     if quiet:
         count = sum(len(rows) for rows in quiet.values())
         kinds = sorted({row["endpoint"] for rows in quiet.values() for row in rows})

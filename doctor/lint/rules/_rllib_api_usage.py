@@ -19,9 +19,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from rldoctor.checks._config_dicts import ConfigDicts, closure
-from rldoctor.checks._rllib_api_table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
-from rldoctor.checks._rllib_values import filter_verdict, inert_verdict
+from rldoctor.lint.rules._config_dicts import ConfigDicts, closure
+from rldoctor.lint.rules.table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
+from rldoctor.lint.rules._rllib_values import filter_verdict, inert_verdict
 
 ALGORITHMS = ("PPO", "APPO", "IMPALA", "Impala", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3",
               "IQL", "TQC")
@@ -177,7 +177,7 @@ class FileUsages:
             if name in ("run", "run_experiments", "Tuner"):
                 verdict = self.rllib_trainable(call)
                 if verdict is None:
-                    from rldoctor.checks._config_dicts import rllib_keys
+                    from rldoctor.lint.rules._config_dicts import rllib_keys
 
                     config = next((k for k in call["kwargs"] if k["name"] in ("config", "param_space")), None)
                     ids = closure(self.facts, (config or {}).get("objects") or [])

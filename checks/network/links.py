@@ -17,11 +17,10 @@ from rldoctor.checks._reach import (
     status_words,
 )
 from rldoctor.checks._rllib import rllib_role
-from rldoctor.registry import check, fail, info, note, warn
+from rldoctor.registry import check, fail, finding, info, note, warn
 
 ZONE_LABEL = "ray.io/availability-zone"
 LATENCY_DEFAULTS = {"warn_ms": 5.0, "fail_ms": 20.0, "noise_factor": 2.0, "zone_label": ZONE_LABEL}
-SEVERITY = {"warn": warn, "fail": fail}
 _RANK = {None: 0, "warn": 1, "fail": 2}
 
 
@@ -183,8 +182,8 @@ def high_network_latency(snap, params):
             continue
         again = (f"; measured again beside the baseline: {verdict['recheck_over_ms']:.1f} ms over"
                  if verdict["remeasured"] else "")
-        yield SEVERITY[verdict["level"]](
-            f"node:{node_id}",
+        yield finding(
+            verdict["level"], f"node:{node_id}",
             f"round trip to {_describe(node_id, node, label)} is {entry['p50_ms']:.1f} ms (p95 "
             f"{entry.get('p95_ms') or 0:.1f} ms), {verdict['over_ms']:.1f} ms above the "
             f"{base_ms:.1f} ms baseline on the driver's node{again}", evidence, _LATENCY_FIX)

@@ -1,0 +1,152 @@
+"""From a snapshot (or lint sources) to a Report: the one pipeline every command calls.
+
+    diagnosis = Diagnosis.from_options(only, skip, params, ignores, config)  # usage errors here
+    report = diagnosis.run(snap, source)     # check, watch, the bundle's report, smoke-train
+    linted = diagnosis.lint(paths)           # rldoctor lint: (report, problems, doc)
+
+A Diagnosis holds the selection (--only/--skip; the `code` area for lint), the checks'
+parameters (--set), the mutes (--ignore and the team's rldoctor.toml or --config) and the
+per-check timeout. `run` runs the checks, builds the report's parts (the cluster overview,
+the Training block, the folded skips, the smoke figures when asked, pointers into an
+incident bundle's files) and applies the mutes. Imports neither ray nor torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, NamedTuple
+
+from rldoctor.engine.registry import Check, Registry
+from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks
+from rldoctor.errors import UsageError
+from rldoctor.model import Report
+
+
+def validate_codes(option: str, codes: Iterable[str], registry: Registry) -> None:
+    known = {c.code for c in registry.checks} | {c.name for c in registry.checks}
+    unknown = [c for c in codes if c not in known]
+    if unknown:
+        valid = ", ".join(c.code for c in registry.checks)
+        raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
+
+
+def validate_params(params: dict, registry: Registry) -> None:
+    checks = registry.by_code()
+    for code, values in params.items():
+        if code not in checks:
+            raise UsageError(f"--set: unknown check code {code}")
+        unknown = sorted(set(values) - set(checks[code].params))
+        if unknown:
+            known = ", ".join(sorted(checks[code].params)) or "none"
+            raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
+
+
+class Linted(NamedTuple):
+    """What `Diagnosis.lint` returns: the report, the inputs that were not linted, the document."""
+
+    report: Report
+    problems: list[dict]
+    doc: dict
+
+
+@dataclass
+class Diagnosis:
+    registry: Registry
+    checks: list[Check]
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mutes: list = field(default_factory=list)
+    mute_notes: list[str] = field(default_factory=list)
+    timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
+    smoke_figures: bool = False  # smoke-train: the run's figures are a part of the report
+
+    @classmethod
+    def from_options(cls, only: Iterable[str] = (), skip: Iterable[str] = (),
+                     params: dict | None = None, ignores: Iterable[str] = (),
+                     config: str | None = None, *, lint: bool = False,
+                     codes: Iterable[str] | None = None, read_mutes: bool = True,
+                     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S, smoke_figures: bool = False,
+                     registry: Registry | None = None) -> "Diagnosis":
+        """Check the options against the registry (a usage error is raised before anything is
+        read) and load the mutes (a bad ignore file stops here too). `codes` narrows the
+        selection to a command's own checks; `read_mutes=False` reads no ignore file."""
+        from rldoctor.engine import muting
+
+        if registry is None:
+            from rldoctor.engine.registry import load_registry
+
+            registry = load_registry()
+        only, skip, params = list(only), list(skip), dict(params or {})
+        validate_codes("--only", only, registry)
+        validate_codes("--skip", skip, registry)
+        validate_params(params, registry)
+        selected = registry.select(only, skip, lint=lint)
+        if codes is not None:
+            wanted = set(codes)
+            selected = [c for c in selected if c.code in wanted]
+        mutes, mute_notes = muting.load(ignores, config, registry) if read_mutes else ([], [])
+        return cls(registry, selected, params, mutes, mute_notes, timeout_s, smoke_figures)
+
+    @classmethod
+    def every_check(cls, registry: Registry | None = None) -> "Diagnosis":
+        """Every registered check, default settings, no mutes: for tools and tests."""
+        if registry is None:
+            from rldoctor.engine.registry import load_registry
+
+            registry = load_registry()
+        return cls(registry, list(registry.checks))
+
+    def run(self, snap, source: dict) -> Report:
+        """The report of `snap`: the selected checks run over it, its parts built, mutes applied."""
+        results = run_checks(self.checks, snap, params=self.params, timeout_s=self.timeout_s)
+        report = Report(results=results, source=source,
+                        notes=list(self.registry.problems) + list(snap.get("notes") or []))
+        self._parts(report, snap, results)
+        self._mute(report)
+        return report
+
+    def lint(self, paths: list[str]) -> Linted:
+        """`rldoctor lint PATH ...`: read the sources, run the selected checks, apply the mutes."""
+        from rldoctor.lint.document import lint_document
+        from rldoctor.snapshot import validate
+
+        doc = lint_document(paths)
+        results = run_checks(self.checks, validate(doc, "lint"), params=self.params,
+                             timeout_s=self.timeout_s)
+        problems = [f for f in doc["lint"]["files"] if f.get("status") != "ok"]
+        notes = list(self.registry.problems)
+        for p in problems:
+            where = p["path"] + (f":{p['line']}" if p.get("line") else "")
+            notes.append(f"not linted: {where}: {p['message']}")
+        source = dict(doc["source"])
+        source["linted"] = len(doc["lint"]["files"]) - len(problems)
+        report = Report(results=results, source=source, notes=notes, not_linted=problems)
+        self._mute(report)
+        return Linted(report, problems, doc)
+
+    def _parts(self, report: Report, snap, results) -> None:
+        if snap.has("training"):
+            from rldoctor.report.training import summarize
+
+            report.training = summarize(snap["training"], report.findings)
+        if snap.has("nodes") or snap.collector("nodes"):  # a cluster was examined, or tried
+            from rldoctor.report.overview import build
+
+            zone_label = (self.params.get("RLD203") or {}).get("zone_label")
+            report.cluster = build(snap, report.findings, zone_label)
+        from rldoctor.report.skipped import fold
+
+        report.folded_skips = fold(results, self.checks, snap)
+        if self.smoke_figures:
+            from rldoctor.report.smoke import figures
+
+            report.figures = figures(snap.data)
+        if snap.has("bundle"):
+            from rldoctor.bundle.evidence import point_to_bundle
+
+            point_to_bundle(report, snap)
+
+    def _mute(self, report: Report) -> None:
+        if self.mutes or self.mute_notes:
+            from rldoctor.engine import muting
+
+            muting.apply(report, self.mutes, self.mute_notes)

@@ -1,0 +1,204 @@
+"""Where checks come from: the modules of `checks/` (found, not listed) and the
+`rldoctor.checks` entry points.
+
+A check is a pure function of a Snapshot, declared with `@check(...)`. Its
+docstring is its documentation: a one-line summary, then the sections
+Symptom, Cause and Fix (and optionally Advice: popular advice about the symptom, quoted,
+and when it is right; `explain` prints it as "Common advice"; "Article" is read as Advice).
+`rldoctor explain CODE` prints it and the README's error table is built from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from rldoctor.model import Finding, Note, Severity
+
+CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+DOC_SECTIONS = ("Symptom", "Cause", "Fix")
+_SECTION_RE = re.compile(r"^(Symptom|Cause|Fix|Advice|Article|Evidence|Options):\s*$")
+_SECTION_ALIASES = {"Article": "Advice"}  # the older name of the Advice section
+ENTRY_POINT_GROUP = "rldoctor.checks"
+CHECKS_PACKAGE = "rldoctor.checks"  # every public module of it holds checks; `_helpers` do not
+LINT_RULES_PACKAGE = "rldoctor.lint.rules"  # the `code` area: one module per lint rule
+CHECK_PACKAGES = (CHECKS_PACKAGE, LINT_RULES_PACKAGE)  # the packages the registry scans
+LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
+
+
+@dataclass
+class Check:
+    code: str
+    name: str
+    area: str
+    requires: tuple[str, ...]
+    func: Callable[..., Iterable[Finding]]
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+    origin: str = "rldoctor"
+
+    @property
+    def doc(self) -> dict[str, str]:
+        return parse_doc(self.func.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.get("summary", "")
+
+    def __call__(self, snapshot, params=None):
+        return self.func(snapshot, {**self.params, **(params or {})})
+
+
+def check(code: str, name: str, area: str, requires: Iterable[str] = (),
+          params: dict[str, Any] | None = None, timeout_s: float | None = None):
+    """Declare a check. The decorated function is `(snapshot, params) -> Iterable[Finding]`."""
+    if not CODE_RE.match(code):
+        raise ValueError(f"check code {code!r} must look like RLD101")
+    if not NAME_RE.match(name):
+        raise ValueError(f"check name {name!r} must be kebab-case")
+
+    def wrap(func):
+        return Check(code=code, name=name, area=area, requires=tuple(requires), func=func,
+                     params=dict(params or {}), timeout_s=timeout_s)
+
+    return wrap
+
+
+def parse_doc(docstring: str) -> dict[str, str]:
+    """Split a check docstring into summary and named sections."""
+    text = inspect.cleandoc(docstring)
+    lines = text.splitlines()
+    sections: dict[str, list[str]] = {"summary": []}
+    current = "summary"
+    for line in lines:
+        header = _SECTION_RE.match(line.strip()) if not line.startswith(" ") else None
+        if header:
+            current = _SECTION_ALIASES.get(header.group(1), header.group(1))
+            sections[current] = []
+            continue
+        sections[current].append(line)
+    out = {}
+    for key, body in sections.items():
+        out[key] = inspect.cleandoc("\n".join(body)) if any(s.strip() for s in body) else ""
+    return out
+
+
+# Findings: a check says what it saw; the runner stamps the code on it. `finding` is the one
+# way to make one of a severity given as data (Severity or its label "info", "warn", "fail");
+# `info`, `warn` and `fail` are it with the severity fixed.
+def finding(severity: Severity | str, subject: str, message: str, evidence: dict | None = None,
+            fix: str = "") -> Finding:
+    level = severity if isinstance(severity, Severity) else Severity.parse(severity)
+    return Finding("", level, subject, message, evidence or {}, fix)
+
+
+def info(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
+    return finding(Severity.INFO, subject, message, evidence, fix)
+
+
+def warn(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
+    return finding(Severity.WARN, subject, message, evidence, fix)
+
+
+def fail(subject: str, message: str, evidence: dict | None = None, fix: str = "") -> Finding:
+    return finding(Severity.FAIL, subject, message, evidence, fix)
+
+
+def note(subject: str, message: str, evidence: dict | None = None) -> Note:
+    """Not a finding: what a check examined and let go (a node slow once, fine when measured
+    again). It goes into the check's detail and the report's `checks[].notes`."""
+    return Note(subject, message, evidence or {})
+
+
+def _checks_in(obj: Any) -> list[Check]:
+    if isinstance(obj, Check):
+        return [obj]
+    if isinstance(obj, types.ModuleType):
+        return [v for v in vars(obj).values() if isinstance(v, Check)]
+    if isinstance(obj, (list, tuple)):
+        return [c for c in obj if isinstance(c, Check)]
+    return []
+
+
+@dataclass
+class Registry:
+    checks: list[Check]
+    problems: list[str]  # plugins that failed to load, duplicate codes, ...
+
+    def by_code(self) -> dict[str, Check]:
+        return {c.code: c for c in self.checks}
+
+    def select(self, only: Iterable[str] = (), skip: Iterable[str] = (),
+               lint: bool = False) -> list[Check]:
+        """The checks to run: the `code` area's for `rldoctor lint`, all the others otherwise."""
+        only, skip = set(only), set(skip)
+        return [c for c in self.checks
+                if (c.area == LINT_AREA) == lint
+                and (not only or c.code in only or c.name in only) and c.code not in skip
+                and c.name not in skip]
+
+
+def builtin_modules() -> list[str]:
+    """The check modules of rldoctor: every module of `checks/` (its area subpackages
+    included) and of the lint rules package whose name does not start with "_" (those are
+    helpers), found in the packages, so a new area's module runs without being listed
+    anywhere."""
+    import pkgutil
+
+    found = []
+    for package_name in CHECK_PACKAGES:
+        package = importlib.import_module(package_name)
+        for m in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+            parts = m.name[len(package_name) + 1:].split(".")
+            if not m.ispkg and not any(part.startswith("_") for part in parts):
+                found.append(m.name)
+    return sorted(found)
+
+
+def builtin_checks() -> list[Check]:
+    found: list[Check] = []
+    for module_name in builtin_modules():
+        found.extend(_checks_in(importlib.import_module(module_name)))
+    return sorted(found, key=lambda c: c.code)
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+
+    eps = entry_points(group=ENTRY_POINT_GROUP)
+    unique = {(ep.name, ep.value): ep for ep in eps}  # a dist on sys.path twice counts once
+    return [unique[key] for key in sorted(unique)]
+
+
+def load_registry(include_plugins: bool = True) -> Registry:
+    """Built-ins in code order, then plugins in entry-point name order."""
+    checks = builtin_checks()
+    problems: list[str] = []
+    if not include_plugins:
+        return Registry(checks, problems)
+    seen = {c.code for c in checks}
+    for ep in _entry_points():
+        dist = getattr(getattr(ep, "dist", None), "name", None) or "?"
+        origin = f"{dist}[{ep.name}]"
+        try:
+            loaded = ep.load()
+        except BaseException as exc:  # a broken plugin must not take the doctor down
+            problems.append(f"plugin {origin} ({ep.value}) failed to load: "
+                            f"{type(exc).__name__}: {exc}")
+            continue
+        plugin_checks = sorted(_checks_in(loaded), key=lambda c: c.code)
+        if not plugin_checks:
+            problems.append(f"plugin {origin} ({ep.value}) declares no checks")
+        for c in plugin_checks:
+            if c.code in seen:
+                problems.append(f"plugin {origin}: check code {c.code} is already taken; ignored")
+                continue
+            seen.add(c.code)
+            c.origin = origin
+            checks.append(c)
+    return Registry(checks, problems)

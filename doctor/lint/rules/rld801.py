@@ -1,0 +1,78 @@
+"""RLD801: training code that uses RLlib or Tune names the pinned Ray removed, renamed or ignores.
+
+Like every lint rule of this package, it reads the `lint` section that `rldoctor lint PATH ...` collects
+(rldoctor.lint.document): per file, the calls, keyword arguments, dict configs,
+imports and YAML data, with their locations. Lint rules belong to the `code` area,
+which `rldoctor check` leaves to `rldoctor lint`. Every finding carries a
+`location` ({path, line, column}); the replacement written out for the call at
+hand is in `evidence["replacement"]`, and mechanical renames carry
+`evidence["edits"]` for `--diff` and `--fix`.
+"""
+
+from __future__ import annotations
+
+from rldoctor.lint.rules._lint_files import finding, lint_files, ray_version, sort_key
+from rldoctor.registry import check
+
+# The rules' helpers (the table of names, the matchers) are imported when a rule runs, so
+# that `rldoctor check`, `list` and `explain`, which load every check, pay nothing for them.
+
+
+@check("RLD801", "deprecated-rllib-api", area="code", requires=("lint",))
+def deprecated_rllib_api(snap, params):
+    """Training code that uses RLlib or Tune names the pinned Ray removed, renamed or ignores.
+
+    Symptom:
+        Code copied from older tutorials fails at once, or runs and silently does something
+        else than written. Failing at once: `ValueError: rollouts has been deprecated`,
+        `TypeError: AlgorithmConfig.training() got an unexpected keyword argument
+        'sgd_minibatch_size'`, `ModuleNotFoundError: No module named 'ray.rllib.agents'`.
+        Silently different: `.resources(num_gpus=1)` trains on CPU, `{"sgd_minibatch_size":
+        64}` in a dict config keeps the default minibatch size, `stop={"episode_reward_mean":
+        195}` never stops, `algo.workers` is a bound method, `compute_single_action` fails
+        inside the env runner.
+
+    Cause:
+        RLlib's new API stack (the default on Ray 2.60) renamed rollout workers to env
+        runners, moved models to RLModules (`rl_module(model_config=...)`), learners to
+        `learners(...)`, results to `env_runners/...` keys, and dropped the `Trainer`
+        classes. Many old names still parse: keyword arguments kept for deprecation warn or
+        raise, but dict configs and attributes accept any key and silently ignore it.
+
+    Fix:
+        Use the replacement each finding writes out for that very line (shown in brackets
+        after the message). Renames that keep their meaning are applied by `rldoctor lint
+        --fix` (`--diff` shows them first); anything that needs judgement is reported,
+        never rewritten. Severity follows harm: silently ignored or never-firing is `fail`,
+        raises is `fail`, still works but deprecated is `warn`. A dict config is reported
+        key by key where each key is written, also when it reaches RLlib through
+        variables, copies and helper functions; a setting whose value the file does not
+        fix (`local_mode=args.local_mode`) is an `info` note saying what each value does.
+        Imports the installed Ray no longer has are read from Ray's own files.
+    """
+    from rldoctor.lint.rules._rllib_api_usage import FileUsages, experiment_usages
+
+    version = ray_version(snap)
+    found = []
+    for record in lint_files(snap, ("python", "notebook")):
+        for usage in FileUsages(record, snap["lint"].get("ray_modules")).run():
+            line, col = usage.span[0], usage.span[1]
+            evidence = {**usage.evidence, "replacement": usage.replacement, "edits": usage.edits,
+                        "ray_version": version}
+            fix = evidence.pop("fix")
+            found.append(finding(record, usage.severity, line, col, usage.message, fix, evidence))
+    for record in lint_files(snap, ("yaml",)):
+        for doc, row, key in experiment_usages(record):
+            if row.shape == "result_key":
+                message = (f'stop condition `{row.old}` never fires: new-stack results have no such key')
+                replacement = row.new
+            else:
+                message = f"`{row.old}` in an experiment's config {row.says or row.behaviour}"
+                replacement = f"{row.new}: ..." if row.new else row.fix
+            severity = "warn" if row.inert and key.get("value") in row.inert else row.severity
+            found.append(finding(record, severity, key["line"], max(key["column"] - 1, 0), message,
+                                 replacement + (f"; {row.fix}" if row.fix and row.fix != replacement else ""),
+                                 {"row": row.id, "behaviour": row.behaviour, "old": row.old,
+                                  "new": row.new, "replacement": replacement, "edits": [],
+                                  "ray_version": version}))
+    return sorted(found, key=sort_key)
