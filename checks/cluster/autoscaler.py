@@ -55,7 +55,7 @@ _WHAT = {scaling.NO_TYPE_FITS: "no node type can fit it",
 
 def _when(ts, now: float) -> str:
     try:
-        ago = now - float(ts)
+        ago = max(0.0, now - float(ts))
     except (TypeError, ValueError):
         return ""
     stamp = time.strftime("%H:%M:%S UTC", time.gmtime(float(ts)))

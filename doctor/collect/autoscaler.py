@@ -393,7 +393,14 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
     if version == "v2":
         section.update(_v2(state))
         for logged in events["failed"]:  # v2 keeps a failed request briefly; its log keeps them all
-            if not any(f["node_type"] == logged["node_type"] for f in section["failed_launches"]):
+            reason = (f"{logged['category']}: {logged['reason']}" if logged.get("category")
+                      else logged.get("reason"))
+            known = [f for f in section["failed_launches"] if f["node_type"] == logged["node_type"]]
+            for entry in known:  # v2's own record carries no reason (its text ends at the request id)
+                entry["reason"] = entry.get("reason") or reason
+                entry["count"] = max(entry.get("count") or 0, logged["times"])
+                entry["since"] = logged["first"]
+            if not known:
                 section["failed_launches"].append({
                     "node_type": logged["node_type"], "count": logged["times"],
                     "reason": (f"{logged['category']}: {logged['reason']}" if logged.get("category")
