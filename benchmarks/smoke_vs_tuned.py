@@ -3,13 +3,13 @@
     python benchmarks/smoke_vs_tuned.py [--seeds 1,2,3] [--target 195] [--budget 240]
 
 In one run on this machine, alternating per seed:
-  * rldoctor's default smoke settings (rldoctor.smoke.run.SmokeSettings)
+  * rldoctor's default smoke settings (rldoctor.cluster.smoke.SmokeSettings)
   * RLlib's tuned CartPole PPO settings (tuned_examples/ppo/cartpole_ppo.py: lr 3e-4,
     num_epochs 6, vf_loss_coeff 0.01, one 32-unit linear layer shared with the value
     head, PPOConfig defaults otherwise: 4000-step batches, minibatches of 128, two env
     runners with one env each)
 each in a fresh process with a fresh local Ray instance of its own (private RAY_TMPDIR),
-through the same harness (rldoctor.smoke.run.run_smoke), to the same target on the same
+through the same harness (rldoctor.cluster.smoke.run_smoke), to the same target on the same
 metric (RLlib's episode_return_mean over the last 20 episodes). The time is the wall
 time from the start of the run, Ray start included, to the end of the iteration
 that reached the target; the process's own wall time is shown too. Then a bare
@@ -50,7 +50,7 @@ def bare_env_steps_per_s(steps: int = 200_000) -> float:
 
 def child(kind: str, seed: int, target: float, budget: float) -> None:
     """One run, in this process: print its figures as JSON on the last line."""
-    from rldoctor.smoke import run as smoke
+    from rldoctor.cluster import smoke
 
     if kind == "rldoctor":
         settings = smoke.SmokeSettings(seed=seed, eval_episodes=0)

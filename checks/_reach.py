@@ -79,5 +79,5 @@ def explains_silence(snap, node_id: str, kind: str | None = None) -> bool:
 
 
 def own_addresses(snap, node_id: str) -> list[str] | None:
-    listening = ((snap.get("hosts") or {}).get(node_id) or {}).get("listening") or {}
+    listening = snap.host(node_id).get("listening") or {}
     return listening.get("host_addresses")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from rldoctor.words import size
+
 _EPS = 1e-9
 
 
@@ -30,7 +32,7 @@ def show(shape: Mapping[str, float]) -> str:
     for key in sorted(k for k in shape if not k.startswith("node:")):
         value = shape[key]
         if key in ("memory", "object_store_memory"):
-            parts.append(f"{key}: {value / 2**30:.1f} GiB")
+            parts.append(f"{key}: {size(value, 'GiB')}")
         else:
             parts.append(f"{key}: {value:g}")
     return ", ".join(parts)

@@ -5,21 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-ENV_RUNNER_CLASSES = {"SingleAgentEnvRunner", "MultiAgentEnvRunner", "OfflineSingleAgentEnvRunner",
-                      "EnvRunner", "RolloutWorker"}  # RolloutWorker: the old API stack's name
-ALGORITHMS = {"PPO", "APPO", "IMPALA", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3", "IQL", "TQC"}
-
-
-def rllib_role(class_name: str | None) -> str | None:
-    """'env runner', 'learner', 'algorithm' or None for a Ray actor class name."""
-    name = (class_name or "").split(".")[-1]
-    if name in ENV_RUNNER_CLASSES or name.endswith("EnvRunner"):
-        return "env runner"
-    if name.endswith("Learner"):
-        return "learner"
-    if name in ALGORITHMS or name.endswith("Algorithm"):
-        return "algorithm"
-    return None
+from rldoctor.rllib_roles import ALGORITHMS, ENV_RUNNER_CLASSES, rllib_role  # noqa: F401
 
 
 def describe_actor(actor: dict) -> str:

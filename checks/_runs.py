@@ -3,8 +3,8 @@
 A run record is {"path", "points", "settings", ...}; a point holds the figures of one
 iteration (`iteration`, `return_mean`, `runner_weights_seq_no`, `learners: {module id:
 {"weights_seq_no", ...}}`, ...). Two sources give one: a results file (`rldoctor check --run
-PATH`: the `runs` section, rows read by rldoctor.collect.runs.point_of) and the smoke run
-(`from_smoke`, its curve read on the cluster by rldoctor.smoke.remote.trim_result). The
+PATH`: the `runs` section, rows read by rldoctor.inputs.runs.point_of) and the smoke run
+(`from_smoke`, its curve read on the cluster by rldoctor.node.smoke.trim_result). The
 checks read both through the same helpers, one per question:
 
 - the return: `series` (finite values only), judged by `judge_return` (did it improve at

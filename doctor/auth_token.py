@@ -1,7 +1,7 @@
 """Where Ray's auth token is, looked up the way Ray's CLI does: the one place that knows.
 
 RAY_AUTH_TOKEN first, then the file named by RAY_AUTH_TOKEN_PATH, then ~/.ray/auth_token.
-`find_token` (joining a cluster, rldoctor.collect.auth) takes the first that holds one;
+`find_token` (joining a cluster, rldoctor.cluster.auth) takes the first that holds one;
 `every_token` (redaction, rldoctor.redact) takes them all, since a stale file's token is
 just as secret as the one in use. Standard library only.
 """

@@ -3,7 +3,7 @@ command does is in rldoctor.commands (check, collect, lint, smoke_train, watch, 
 
 Kept light: `--help`, `list`, `explain` and `check --from` never import ray or
 torch. Every error a user can cause is one line on stderr and an exit code
-(see DESIGN.md): 0 clean, 1 findings at or above --fail-on or a check errored,
+(see docs/architecture.md, "Contracts"): 0 clean, 1 findings at or above --fail-on or a check errored,
 2 usage error, 3 nothing could be diagnosed.
 """
 
@@ -16,6 +16,7 @@ import click
 
 from rldoctor import __version__
 from rldoctor.errors import Interrupted, RldoctorError
+from rldoctor.words import ZONE_LABEL
 from rldoctor.redact import redact
 from rldoctor.report.render import FORMATS, LINT_FORMATS
 from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S
@@ -37,7 +38,7 @@ IGNORE_OPTION = click.option(
 CONFIG_OPTION = click.option(
     "--config", type=click.Path(dir_okay=False), metavar="FILE",
     help="Ignore file to read [default: rldoctor.toml, else .rldoctor.toml, in the current "
-    "directory]: [[ignore]] entries with code, subject, reason and expires (see README).")
+    "directory]: [[ignore]] entries with code, subject, reason and expires (see docs/commands.md).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,7 +80,7 @@ def main() -> None:
               "abandoned and reported as error.")
 @click.option("--zone-label", default=None, metavar="KEY",
               help="Node label that names a node's availability zone "
-              "[default: ray.io/availability-zone].")
+              f"[default: {ZONE_LABEL}].")
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",
               help="Change a check's threshold, e.g. --set RLD201.warn_ms=10 "
               "(`rldoctor explain CODE` lists them).")

@@ -29,24 +29,6 @@ class Interrupted(RldoctorError):
 
 
 # -- one line of an exception, for a snapshot field, a progress line or a report ------------------
-# The one place that turns an exception into a line; collectors, smoke-train and the target
-# loader all use these two (rldoctor.collect.error_line is `first_line`).
-def _message_lines(exc: BaseException) -> list[str]:
-    return [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-
-
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    """`Type: first line of the message`: a local error, whose first line says what went wrong."""
-    lines = _message_lines(exc)
-    return f"{type(exc).__name__}: {lines[0][:limit]}" if lines else type(exc).__name__
-
-
-def last_line(exc: BaseException, limit: int = 500) -> str:
-    """`Type: last line of the message`: a remote error (RayTaskError, a traceback in its
-    message), whose last line is the exception that was raised over there."""
-    lines = _message_lines(exc)
-    name = type(exc).__name__
-    if not lines:
-        return name
-    line = lines[-1]
-    return (line if line.startswith(name) else f"{name}: {line}")[:limit]
+# Written once in rldoctor.words (standard library only, so node-side code has them too);
+# re-exported here for the callers that import them with the exit codes.
+from rldoctor.words import first_line, last_line  # noqa: E402,F401

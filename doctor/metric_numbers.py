@@ -1,8 +1,8 @@
 """How rldoctor reads a number of a training's results: one reader for every side.
 
-The smoke trainer reads `Algorithm.train()` results on the cluster (rldoctor.smoke.remote,
+The smoke trainer reads `Algorithm.train()` results on the cluster (rldoctor.node.smoke,
 shipped there by value), the results-file reader reads Tune's result.json rows
-(rldoctor.collect.runs, also shipped with the collectors) and the training checks judge the
+(rldoctor.inputs.runs, on the client) and the training checks judge the
 snapshot's values (rldoctor.checks._runs). They all read numbers here. Standard library only:
 this module travels to clusters that have nothing of rldoctor installed.
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rldoctor import node_state, words
 from rldoctor.errors import Undiagnosable
 
 SCHEMA = "rldoctor.snapshot/v1"
@@ -55,6 +56,53 @@ class Snapshot:
         if self._nodes_by_id is None:  # checks ask often; a cluster can have thousands of nodes
             self._nodes_by_id = {n.get("node_id"): n for n in self.nodes}
         return self._nodes_by_id.get(node_id)
+
+    # Per-node views: what the snapshot knows of one node, {} (or None) when it knows nothing.
+    # Checks ask these instead of digging `(snap.get(x) or {}).get(y) or {}` chains.
+    def _of_node(self, section: str, key: str | None, node_id: str | None) -> dict[str, Any]:
+        table = self.data.get(section) or {}
+        if key is not None:
+            table = table.get(key) or {} if isinstance(table, dict) else {}
+        return (table.get(node_id) if isinstance(table, dict) else None) or {}
+
+    def host(self, node_id: str | None) -> dict[str, Any]:
+        """The node's host facts (`hosts.<id>`: memory, disk, cgroup, ray_logs, listening, ...)."""
+        return self._of_node("hosts", None, node_id)
+
+    def probe_failure(self, node_id: str | None) -> dict[str, Any]:
+        """Why rldoctor's probe on the node failed (`versions.failed.<id>`: kind, error,
+        ray_logs, raylet); {} when it answered."""
+        return self._of_node("versions", "failed", node_id)
+
+    def raylet_ping(self, node_id: str | None) -> dict[str, Any]:
+        """The node's raylet ping (`control_plane.raylets.<id>`: ms, system_config, ...)."""
+        return self._of_node("control_plane", "raylets", node_id)
+
+    def store(self, node_id: str | None) -> dict[str, Any]:
+        """The node's object store (`object_store.nodes.<id>`: store, spilled, ...)."""
+        return self._of_node("object_store", "nodes", node_id)
+
+    def network(self, node_id: str | None) -> dict[str, Any]:
+        """The node's network figures (`network.nodes.<id>`: p50_ms, p95_ms, samples, ...)."""
+        return self._of_node("network", "nodes", node_id)
+
+    def log_signals(self, node_id: str | None) -> dict[str, Any]:
+        """What the node's Ray logs said (`ray_logs.signals`): read through the dashboard when
+        rldoctor's probe could not start there (its failure carries them), else by the probe."""
+        outside = (self.probe_failure(node_id).get("ray_logs") or {}).get("signals")
+        if outside is not None:
+            return outside
+        return (self.host(node_id).get("ray_logs") or {}).get("signals") or {}
+
+    def label(self, node_id: str | None, *more: str, head: bool = False) -> str:
+        """How a message names the node: 'node 1a2b3c4d5e6f (10.0.0.2)' (rldoctor.words);
+        `head=True` adds 'head' on the head node, `more` adds words inside the parentheses."""
+        return words.node_of(self.node(node_id), node_id, *more, head=head)
+
+    def state(self, node_id: str | None) -> node_state.NodeState | None:
+        """The node's state (rldoctor.node_state.of); None when the snapshot does not list it."""
+        node = self.node(node_id)
+        return None if node is None else node_state.of(self, node)
 
 
 def new_document(source: dict[str, Any]) -> dict[str, Any]:
@@ -122,3 +170,13 @@ def load(path: str | os.PathLike) -> Snapshot:
 
 def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
+# Sections a live `check` does not collect, and what fills them instead (the collectors mark
+# them skipped with this reason; the report's "skipped" part and `collect` read it too).
+NOT_FROM_A_LIVE_CLUSTER = {
+    "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
+    "smoke": "run `rldoctor smoke-train` to train on the cluster",
+    "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
+    "runs": "give --run PATH (a Tune trial or experiment directory) to judge a run's results",
+}

@@ -7,7 +7,7 @@ import pytest
 
 from rldoctor import redact
 from rldoctor.auth_token import every_token, find_token
-from rldoctor.collect import auth
+from rldoctor.cluster import auth
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from rldoctor.lint.rules._kuberay import quantity
-from rldoctor.collect.autoscaler import _launch_events, _summary_lines, _v1, v1_request_resources
+from rldoctor.cluster.autoscaler import _launch_events, _summary_lines, _v1, v1_request_resources
 
 QUOTA = ("Failed to launch 1 node(s) of type quota_worker. (QuotaExceeded): Quota 'CPUS' "
          "exceeded. Limit: 8.0 in region us-west-2.")
@@ -62,7 +62,7 @@ def test_kubernetes_quantities():
 
 
 def test_v2_launch_failures_are_read_from_its_monitor_log(tmp_path):
-    from rldoctor.collect.autoscaler import _v2_failure_lines
+    from rldoctor.cluster.autoscaler import _v2_failure_lines
 
     log = tmp_path / "monitor.log"
     log.write_text("2026-12-03 10:54:26,754\tINFO node_provider.py:491 -- Failed to launch 1 nodes of "
@@ -76,7 +76,7 @@ def test_v2_launch_failures_are_read_from_its_monitor_log(tmp_path):
 def test_cluster_status_reply_as_a_dict_with_the_messages_own_api():
     from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
 
-    from rldoctor.collect.private import message_dict
+    from rldoctor.cluster.private import message_dict
 
     reply = GetClusterStatusReply()
     node = reply.cluster_resource_state.node_states.add()

@@ -69,7 +69,8 @@ except Exception as exc:
 
 STACKS = '''\
 import json, sys, time
-from rldoctor.collect import collect_snapshot, stacks
+from rldoctor.cluster.session import collect_snapshot
+from rldoctor.cluster import stacks
 
 node, pid = sys.argv[2], int(sys.argv[3])
 out = {}

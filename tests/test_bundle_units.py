@@ -23,9 +23,9 @@ from rldoctor.bundle import SCHEMA
 from rldoctor.bundle.evidence import point_to_bundle
 from rldoctor.bundle.obfuscate import Obfuscator, map_path
 from rldoctor.bundle.reader import index
-from rldoctor.bundle.stack_targets import stack_targets
+from rldoctor.cluster.stack_targets import stack_targets
 from rldoctor.bundle.writer import BundleFile, Member, cut_front, fit, tar_size
-from rldoctor.collect.stacks import frame_text, is_user_file, parse_py_spy, user_frames
+from rldoctor.cluster.stacks import frame_text, is_user_file, parse_py_spy, user_frames
 from rldoctor.errors import Undiagnosable
 from rldoctor.redact import MASK, Redactor, is_secret_key, redact
 
@@ -98,14 +98,14 @@ def test_no_user_code_no_user_frames():
 
 
 def test_probe_stack_of_a_missing_pid_fails_with_a_reason():
-    from rldoctor.collect.probes import py_spy_dump
+    from rldoctor.node.probes import py_spy_dump
 
     reply = py_spy_dump(2**22 + 12345, 1.0)
     assert reply["status"] == "failed" and "no such process" in reply["error"]
 
 
 def test_probe_stack_of_a_live_process_takes_milliseconds(tmp_path):
-    from rldoctor.collect.probes import py_spy_dump
+    from rldoctor.node.probes import py_spy_dump
 
     script = tmp_path / "my_env.py"
     script.write_text("import time\nclass MyEnv:\n    def step(self):\n        while True:\n"
@@ -370,7 +370,7 @@ def test_collect_bundle_of_an_unreachable_cluster_writes_nothing(tmp_path):
 
 def test_dashboard_auth_headers_are_rays_own():
     """The one private Ray call of the bundle: the header Ray's state API client sends."""
-    code = ("from rldoctor.collect.private import http_auth_headers\n"
+    code = ("from rldoctor.cluster.private import http_auth_headers\n"
             "print(http_auth_headers())")
     token = "ab" * 24
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
@@ -503,3 +503,25 @@ def test_stack_targets_rllib_first_then_long_calls_then_drivers():
     assert "env runner" in labels[11] and "of t" in labels[11]
     assert "running for 60s" in labels[15] and "driver of job 02" in labels[99]
     assert len(stack_targets(doc, running, jobs, now, limit=2)) == 2
+
+
+def test_a_death_the_checks_call_recent_has_its_log_in_the_bundle():
+    """One "recent death" window (rldoctor.words.RECENT_DEATH_H) for RLD402/RLD403 and for the
+    worker logs the bundle gathers, both counted back from when the snapshot was taken, so a
+    finding about a worker that died 2 h earlier points at a log the bundle holds."""
+    from datetime import datetime
+
+    from rldoctor.cluster import gather
+    from rldoctor.checks.workers import crashes as workers
+    from rldoctor.checks._rllib import age_hours
+
+    doc = json.loads(WORKER_FAULTS.read_text())
+    taken_ms = datetime.fromisoformat(doc["created_at"]).timestamp() * 1000
+    model = doc["workers"]["dead"][0]
+    recent = dict(model, worker_id="r" * 56, end_time_ms=taken_ms - 2 * 3600 * 1000)
+    old = dict(model, worker_id="o" * 56, end_time_ms=taken_ms - 25 * 3600 * 1000)
+    doc["workers"]["dead"] = [recent, old]
+    assert age_hours(recent["end_time_ms"], doc["created_at"]) <= workers.RECENT_HOURS
+    assert age_hours(old["end_time_ms"], doc["created_at"]) > workers.RECENT_HOURS
+    kept = [w["worker_id"] for ws in gather._recent_dead_workers(doc).values() for w in ws]
+    assert kept == [recent["worker_id"]]

@@ -172,3 +172,22 @@ def test_rld104_names_a_dashboard_that_does_not_answer_and_a_slow_gcs():
     assert found["dashboard"].severity is Severity.FAIL and "did not answer" in found["dashboard"].message
     assert found["cluster"].severity is Severity.FAIL and "4000 ms" in found["cluster"].message
     assert "--num-cpus=0" in found["dashboard"].fix
+
+
+def test_rld105_reads_the_node_state_so_a_dead_node_is_rld101s_alone():
+    """RLD105 asks node_state (AUTH MISMATCH), not the raw probe failure: a node that refused
+    rldoctor's credentials is RLD105's while it lives, and only RLD101's once the GCS lists it dead."""
+    from rldoctor.checks.cluster.nodes import auth_mismatch
+
+    doc = fixture("healthy-3node")
+    worker = doc["nodes"][1]["node_id"]
+    doc["versions"]["failed"][worker] = {"kind": "auth", "error": "AuthenticationError: refused",
+                                         "auth": "its raylet refused rldoctor's token"}
+    doc["cluster"]["client_auth"] = {"mode": "token", "why": "the head asked for it"}
+    [finding] = run(auth_mismatch, doc)
+    assert finding.subject == f"node:{worker}" and finding.severity is Severity.FAIL
+    assert f"node {worker[:12]} (127.0.0.11) disagrees with rldoctor" in finding.message
+    node = next(n for n in doc["nodes"] if n["node_id"] == worker)
+    node.update(alive=False, death_reason="UNEXPECTED_TERMINATION")
+    assert run(auth_mismatch, doc) == []
+    assert [f.subject for f in run(node_dead, doc)] == [f"node:{worker}"]

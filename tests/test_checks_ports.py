@@ -11,8 +11,8 @@ import time
 from conftest import FIXTURES
 from rldoctor.checks.cluster.nodes import node_dead
 from rldoctor.checks.network.links import port_unreachable
-from rldoctor.collect import portprobe
-from rldoctor.collect.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
+from rldoctor.node import portprobe
+from rldoctor.cluster.reach import ALL_PAIRS_UP_TO, PEERS_PER_NODE, blocked_object_pairs, plan
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 
@@ -76,7 +76,8 @@ def test_a_healthy_cluster_has_no_finding():
 def test_a_core_port_closed_from_the_head_alone_is_a_fail_from_a_peer_alone_a_warn():
     [from_head] = run(port_unreachable,
                       with_failures(healthy(), [(HEAD, W2, "node_manager", "timeout")]))
-    assert from_head.severity is Severity.FAIL and "(head)" in from_head.message
+    # The head named the way every message names a node (rldoctor.words.node_label).
+    assert from_head.severity is Severity.FAIL and f"node {HEAD[:12]} (10.231.27.10, head)" in from_head.message
     assert "1 other node(s) reach it" in from_head.message
     [from_peer] = run(port_unreachable, with_failures(healthy(), [(W1, W2, "worker", "timeout")]))
     assert from_peer.severity is Severity.WARN

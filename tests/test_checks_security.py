@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.checks._endpoints import kind_of, reach
 from rldoctor.checks.security.exposure import auth_disabled, exposed_endpoint
-from rldoctor.collect import probes
+from rldoctor.node import probes
 from rldoctor.model import Note, Severity
 from rldoctor.snapshot import Snapshot
 

@@ -1,8 +1,8 @@
 """The bundle and the watch through the dashboard address, without a cluster.
 
-What the job does inside the cluster before anything leaves it (rldoctor.collect.job_bundle:
+What the job does inside the cluster before anything leaves it (rldoctor.job.bundle:
 redact, fit to --max-size, frame) on edited items, and the client side
-(rldoctor.dashboard.bundle, rldoctor.dashboard.watch_rounds) against the dashboard stand-in
+(rldoctor.dashboard.bundle, rldoctor.watch.dashboard_rounds) against the dashboard stand-in
 of test_dashboard_units: a job that answers with the frames a real one prints.
 """
 
@@ -28,7 +28,7 @@ MASK = "***redacted***"
 
 
 class FakeGatherer:
-    """What rldoctor.bundle.gather.Gatherer holds after a run: items and secret sources."""
+    """What rldoctor.cluster.gather.Gatherer holds after a run: items and secret sources."""
 
     def __init__(self, items, secret_sources=()):
         self.items = items
@@ -54,8 +54,8 @@ def _items(node_id: str, log_bytes: int = 3000):
 
 
 def _sent(gatherer, doc, max_bytes, capsys):
-    from rldoctor.collect import job_bundle
-    from rldoctor.collect.job_main import unframe
+    from rldoctor.job import bundle as job_bundle
+    from rldoctor.job.main import unframe
 
     job_bundle.send_items(gatherer, doc, max_bytes)
     return unframe(capsys.readouterr().out, job_bundle.ITEMS_BEGIN, job_bundle.ITEMS_END)
@@ -95,8 +95,8 @@ def test_items_over_max_size_cut_the_largest_log_from_the_front(capsys):
 
 
 def _frames(node_id: str) -> str:
-    from rldoctor.collect import job_bundle
-    from rldoctor.collect.job_main import frame
+    from rldoctor.job import bundle as job_bundle
+    from rldoctor.job.main import frame
 
     doc = json.loads(FIXTURE.read_text())
     items = {"ran": True, "redacted": {"known_values": 3},
@@ -122,7 +122,8 @@ def test_bundle_through_a_dashboard_reads_the_items_then_stops_and_deletes_the_j
     assert by_name["gcs_server.out"]["error"] == "no such log on the node"
     assert manifest["redacted"]["known_values"] >= 3  # the job's count, carried over
     assert "logs, stacks and host facts" not in by_name
-    assert f"({node[:8]}): raylet.out ok" in result.stderr  # progress, item by item
+    # progress, item by item, naming the node as the report does (rldoctor.words.node_label)
+    assert f"node {node[:12]} (127.0.0.10): raylet.out ok" in result.stderr
     calls = [(m, p) for m, p, *_ in server.requests]
     posted = next(json.loads(b) for m, p, _, b in server.requests if m == "POST" and p == "/api/jobs/")
     assert "--bundle-max-bytes 50000000" in posted["entrypoint"]

@@ -200,7 +200,7 @@ def test_shipped_package_imports_only_stdlib_ray_and_itself(tmp_path):
     pkg = package.build()
     assert package.build().sha1 == pkg.sha1  # same sources, same name: the upload is skipped
     names = zipfile.ZipFile(__import__("io").BytesIO(pkg.data)).namelist()
-    assert "rldoctor/collect/job_main.py" in names and all(n.startswith("rldoctor/") for n in names)
+    assert "rldoctor/job/main.py" in names and all(n.startswith("rldoctor/") for n in names)
     # the client side never travels: no checks, reports, CLI or HTTP client
     assert not any(n.startswith(("rldoctor/render/", "rldoctor/dashboard/", "rldoctor/lint/"))
                    or n in ("rldoctor/cli.py", "rldoctor/registry.py") for n in names), names
@@ -234,8 +234,96 @@ def test_shipped_package_imports_only_stdlib_ray_and_itself(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stderr[-3000:]
 
 
+# What the zip may hold besides the cluster side (rldoctor.cluster, .node, .job): the
+# stdlib-only shared modules the cluster side imports. A client module here means a cluster
+# module imports the client (tests/test_layering.py says which import).
+SHIPPED_SHARED = {"rldoctor", "rldoctor.auth_token", "rldoctor.errors", "rldoctor.redact",
+                  "rldoctor.snapshot", "rldoctor.node_state", "rldoctor.metric_numbers",
+                  "rldoctor.rllib_roles", "rldoctor.words", "rldoctor.bundle",
+                  "rldoctor.bundle.manifest", "rldoctor.bundle.reader", "rldoctor.bundle.writer"}
+CLIENT_PREFIXES = ("rldoctor.checks", "rldoctor.report", "rldoctor.engine", "rldoctor.commands",
+                   "rldoctor.dashboard", "rldoctor.watch", "rldoctor.lint", "rldoctor.inputs",
+                   "rldoctor.bundle.assemble", "rldoctor.bundle.build", "rldoctor.bundle.obfuscate",
+                   "rldoctor.bundle.evidence", "rldoctor.cli", "rldoctor.registry", "rldoctor.runner",
+                   "rldoctor.diagnose", "rldoctor.muting", "rldoctor.docs", "rldoctor.output",
+                   "rldoctor.acquire")
+
+
+def _not_cluster_side(modules) -> list[str]:
+    """The shipped modules that are neither the cluster side nor a shared stdlib-only module."""
+    from rldoctor.dashboard import package
+
+    return sorted(m for m in modules
+                  if not any(m == f"rldoctor.{f}" or m.startswith(f"rldoctor.{f}.") for f in package.FOLDERS)
+                  and m not in SHIPPED_SHARED
+                  or any(m == c or m.startswith(c + ".") for c in CLIENT_PREFIXES))
+
+
+def test_shipped_package_is_the_cluster_side_and_what_it_needs():
+    from rldoctor.dashboard import package
+
+    modules = set(package.shipped_modules())
+    assert _not_cluster_side(modules) == [], _not_cluster_side(modules)
+    root = package._source_of("rldoctor").parent
+    for folder in package.FOLDERS:  # every cluster-side module travels (smoke-train's excepted)
+        for path in (root / folder).glob("*.py"):
+            name = f"rldoctor.{folder}" + ("" if path.stem == "__init__" else f".{path.stem}")
+            assert (name in modules) != (name in package.NOT_SHIPPED), name
+    # 116.9 KiB before the tree was laid out by side; + 7.7 KiB for the autoscaler collector (issue 33)
+    assert len(package.build().data) < 124 * 1024
+
+
+def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):
+    """The guard above fails as soon as a cluster module imports the client: here
+    cluster/nodes.py is made to import the checks and the report."""
+    from rldoctor.dashboard import package
+
+    real = package._imported
+
+    def with_a_wrong_import(path, pkg):
+        names = real(path, pkg)
+        return names | {"rldoctor.checks.cluster", "rldoctor.report.overview"} if path.name == "nodes.py" else names
+
+    monkeypatch.setattr(package, "_imported", with_a_wrong_import)
+    wrong = _not_cluster_side(package.shipped_modules())
+    assert "rldoctor.checks.cluster" in wrong and "rldoctor.report.overview" in wrong, wrong
+
+
+def _sha_of_copy(tree) -> str:
+    code = "from rldoctor.dashboard import package; print(package.build().sha1)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=tree, env={**__import__("os").environ, "PYTHONPATH": str(tree)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip()
+
+
+def test_the_package_hash_changes_only_with_cluster_side_code(tmp_path):
+    """On a copy of the tree: an edit to client modules (a check, a report part, a command,
+    the CLI, the watch, the bundle's assembly) leaves the zip's hash, and so the upload,
+    alone; an edit to a collector changes it."""
+    import shutil
+
+    from rldoctor.dashboard import package
+
+    root = package._source_of("rldoctor").parent
+    tree = tmp_path / "src"
+    shutil.copytree(root, tree / "rldoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root.parent / "checks", tree / "rldoctor" / "checks",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    before = _sha_of_copy(tree)
+    assert before == package.build().sha1  # the copy is what is installed
+    for client in ("checks/cluster.py", "report/overview.py", "commands/check.py", "cli.py",
+                   "watch/rounds.py", "bundle/assemble.py", "registry.py", "dashboard/http.py"):
+        with open(tree / "rldoctor" / client, "a") as handle:
+            handle.write("\n# an edit on the client side\n")
+    assert _sha_of_copy(tree) == before
+    with open(tree / "rldoctor" / "cluster" / "nodes.py", "a") as handle:
+        handle.write("\n# an edit on the cluster side\n")
+    assert _sha_of_copy(tree) != before
+
+
 def test_frame_round_trip_among_ray_output():
-    from rldoctor.collect.job_main import frame, unframe
+    from rldoctor.job.main import frame, unframe
 
     doc = {"schema": "rldoctor.snapshot/v1", "nodes": [{"node_id": "a" * 56}] * 50}
     logs = "(raylet) noise\n" + frame(doc) + "\n(raylet) more noise\n"
@@ -384,7 +472,7 @@ def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
         tmp_path, stand_in):
     """The job's driver does not end after printing (it waits for the stop, then wipes its
     log file): the client must take the frame from a RUNNING job, stop it, then delete it."""
-    from rldoctor.collect.job_main import frame
+    from rldoctor.job.main import frame
 
     doc = json.loads(SNAPSHOT_FIXTURE.read_text())
     server = stand_in(job_status="RUNNING", monitor_done_after=0,
@@ -416,7 +504,7 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
     doc["runtime_envs_seen"] = [{"runtime_env": {"env_vars": {"SIM_PASSWORD": ENV_SECRET}}}]
     doc.setdefault("notes", []).append(f"a message that quotes the token {SECRET}")
     (tmp_path / "doc.json").write_text(json.dumps(doc))
-    code = ("import json, sys\nfrom rldoctor.collect import job_main\n"
+    code = ("import json, sys\nfrom rldoctor.job import main as job_main\n"
             f"doc = json.load(open({str(tmp_path / 'doc.json')!r}))\n"
             "job_main._the_job = lambda timeout_s, extras=(): doc\n"
             "sys.exit(job_main.main(['--linger', '60']))\n")
@@ -426,7 +514,7 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT,
                                 env=env)
     try:
-        from rldoctor.collect.job_main import END, unframe
+        from rldoctor.job.main import END, unframe
 
         deadline = time.monotonic() + 30
         while END not in log.read_text() and time.monotonic() < deadline:

@@ -97,12 +97,12 @@ def _waits_on_many_refs(path: Path) -> list[int]:
 
 
 def test_every_fan_out_to_the_probes_goes_through_fleet_ask(tmp_path):
-    """One fan-out-and-wait (rldoctor.collect.fleet.ask: per-call deadline, an answer for a
+    """One fan-out-and-wait (rldoctor.cluster.fleet.ask: per-call deadline, an answer for a
     late, failed or missing probe); a module that waits on many refs itself fails here."""
-    fleet = ROOT / "doctor" / "collect" / "fleet.py"
+    fleet = ROOT / "doctor" / "cluster" / "fleet.py"
     found = {str(p.relative_to(ROOT)): lines for p in sorted((ROOT / "doctor").rglob("*.py"))
              if p != fleet and (lines := _waits_on_many_refs(p))}
-    assert found == {}, f"use rldoctor.collect.fleet.ask instead of ray.wait: {found}"
+    assert found == {}, f"use rldoctor.cluster.fleet.ask instead of ray.wait: {found}"
     assert _waits_on_many_refs(fleet)  # the guard sees a wait where there is one
     loop = tmp_path / "loop.py"
     loop.write_text("import ray\nready, late = ray.wait(list(refs), num_returns=len(refs))\n")
@@ -170,3 +170,41 @@ def test_a_check_module_in_a_new_area_package_is_found(tmp_path, monkeypatch):
         import sys
         for name in [n for n in sys.modules if n.startswith("rldoctor.checks.areapkg")]:
             del sys.modules[name]
+
+
+RAYLET_CALLS = ("raylet_ping", "raylet_node_stats")
+
+
+def _own_raylet_pool(path: Path) -> bool:
+    """A module that calls a raylet RPC and builds its own thread pool for it."""
+    text = path.read_text(encoding="utf-8")
+    return any(f"{c}(" in text or f"{c}," in text for c in RAYLET_CALLS) and "ThreadPoolExecutor" in text
+
+
+def test_every_fan_out_to_the_raylets_goes_through_raylets_fan_out(tmp_path):
+    """One raylet fan-out (rldoctor.cluster.raylets.fan_out, addresses from the nodes
+    section) serves the pings and the store figures; a module with a pool of its own fails."""
+    allowed = {ROOT / "doctor" / "cluster" / "raylets.py", ROOT / "doctor" / "cluster" / "private.py"}
+    found = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "doctor").rglob("*.py"))
+             if p not in allowed and _own_raylet_pool(p)]
+    assert found == [], f"use rldoctor.cluster.raylets.fan_out: {found}"
+    for user in ("control_plane.py", "objectstore.py"):
+        assert "fan_out(" in (ROOT / "doctor" / "cluster" / user).read_text()
+    pool = tmp_path / "pool.py"
+    pool.write_text("from concurrent.futures import ThreadPoolExecutor\n"
+                    "with ThreadPoolExecutor(16) as p:\n    p.map(lambda n: raylet_ping(*n, 2), nodes)\n")
+    assert _own_raylet_pool(pool)
+
+
+def test_raylet_addresses_come_from_the_nodes_section():
+    from rldoctor.cluster.raylets import addresses, fan_out
+
+    nodes = [{"node_id": "a", "alive": True, "ip": "10.0.0.1", "ports": {"node_manager": 4000}},
+             {"node_id": "b", "alive": False, "ip": "10.0.0.2", "ports": {"node_manager": 4001}},
+             {"node_id": "c", "alive": True, "ip": "10.0.0.3", "ports": {"node_manager": 4002}}]
+    assert addresses(nodes) == {"a": ("10.0.0.1", 4000), "c": ("10.0.0.3", 4002)}
+    assert addresses([nodes[1]]) == {}  # a section with no alive node: nothing to ask, no ray
+    pool, futures = fan_out(addresses(nodes), lambda ip, port: f"{ip}:{port}")
+    with pool:
+        assert {n: f.result(timeout=5) for n, f in futures.items()} == {
+            "a": "10.0.0.1:4000", "c": "10.0.0.3:4002"}

@@ -112,10 +112,10 @@ def test_probes_run_on_a_node_without_rldoctor(cluster3, tmp_path):
 
 
 def test_private_ray_calls_still_work_on_this_ray(cluster3):
-    """Each function of rldoctor.collect.private against the pinned Ray."""
+    """Each function of rldoctor.cluster.private against the pinned Ray."""
     out = run_driver(cluster3, (
         "import json\n"
-        "from rldoctor.collect import private\n"
+        "from rldoctor.cluster import private\n"
         "per_node = private.available_resources_per_node()\n"
         "demands = private.resource_demands(ray.get_runtime_context().gcs_address, 5)\n"
         "stats = {n['NodeID']: private.raylet_node_stats(n['NodeManagerAddress'], "
@@ -145,7 +145,7 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
     assert found["scaler"] == {"flag": "b'0'", "v1": ["error", "request_resources", "status"],
                                "nodes": 3}, found["scaler"]
     env = cluster3.client_env()
-    code = ("from rldoctor.collect.private import resolve_local_address\n"
+    code = ("from rldoctor.cluster.private import resolve_local_address\n"
             "print(resolve_local_address('auto'))\n")
     import subprocess
     import sys
@@ -161,8 +161,8 @@ def test_probe_fan_out_answers_every_call_once_within_its_timeout(cluster3):
     ids = [n.node_id for n in cluster3.nodes]
     out = run_driver(cluster3, (
         "import json, os, time\n"
-        "from rldoctor.collect import Budget\n"
-        "from rldoctor.collect.fleet import Fleet\n"
+        "from rldoctor.cluster.session import Budget\n"
+        "from rldoctor.cluster.fleet import Fleet\n"
         f"ids = {ids!r}\n"
         "fleet = Fleet()\n"
         "fleet.start(ids)\n"

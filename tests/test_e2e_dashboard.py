@@ -213,7 +213,7 @@ def test_watch_through_the_dashboard_serves_the_crash_loop_and_sigterm_leaves_no
 
 CRASH_SECRET = "crashsecret-9Mf3Rb7Kx2Hn"
 MASK = "***redacted***"
-LONG_CALL_S = 10  # rldoctor.bundle.stack_targets.LONG_CALL_S: calls this old get a stack
+LONG_CALL_S = 10  # rldoctor.cluster.stack_targets.LONG_CALL_S: calls this old get a stack
 
 HUNG_CALLS = ('''\
 import logging, os, sys, time

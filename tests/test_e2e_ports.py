@@ -146,7 +146,7 @@ def test_a_node_manager_port_dropped_from_the_head_is_a_closed_port_not_a_frozen
     assert [(f["source"], f["component"], f["port"]) for f in finding["evidence"]["failures"]] == [
         (cluster.nodes[0].node_id, "node_manager", port)]
     assert f"port {port} of the raylet's node manager" in finding["message"]
-    assert "(head)" in finding["message"]
+    assert f"node {cluster.nodes[0].node_id[:12]} (10.231.27.10, head)" in finding["message"]
     assert result.findings("RLD101") == [], result
     assert result.seconds < 2 * healthy_s + 5, (result.seconds, healthy_s)
 

@@ -1,4 +1,4 @@
-"""A training's algorithm and env from what the cluster shows (rldoctor.collect.identity):
+"""A training's algorithm and env from what the cluster shows (rldoctor.cluster.identity):
 the job's entrypoint, a driver's py-spy stack, the driver's script read from its process."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rldoctor.collect.identity import (algorithm_in_stack, entrypoint_facts, names_in_source,
+from rldoctor.cluster.identity import (algorithm_in_stack, entrypoint_facts, names_in_source,
                                        script_facts)
-from rldoctor.collect.stacks import parse_py_spy
+from rldoctor.cluster.stacks import parse_py_spy
 
 SITE = "/venv/lib/python3.11/site-packages"
 
@@ -122,7 +122,7 @@ def test_a_driver_without_a_script_says_why():
 def test_a_real_py_spy_dump_of_an_algorithm_in_training_step(tmp_path):
     """py-spy prints qualified names (`PPO.training_step`) and full paths: what
     algorithm_in_stack reads, checked on a real process laid out like RLlib's package."""
-    from rldoctor.collect.probes import py_spy_dump
+    from rldoctor.node.probes import py_spy_dump
 
     package = tmp_path / "site-packages" / "ray" / "rllib" / "algorithms" / "ppo"
     package.mkdir(parents=True)
@@ -146,7 +146,7 @@ def test_a_real_py_spy_dump_of_an_algorithm_in_training_step(tmp_path):
 
 def test_a_node_without_py_spy_says_so(monkeypatch):
     """ray[default] brings py-spy; a node whose Python lacks it gets the reason, not a crash."""
-    from rldoctor.collect import probes
+    from rldoctor.node import probes
 
     monkeypatch.setattr(probes, "py_spy_path", lambda: None)
     reply = probes.py_spy_dump(os.getpid(), 1.0)
@@ -166,8 +166,8 @@ def _section(entrypoint: str) -> dict:
 
 
 def test_identify_without_probes_says_why_and_still_reads_the_entrypoint():
-    from rldoctor.collect import Budget
-    from rldoctor.collect.identity import identify
+    from rldoctor.cluster.session import Budget
+    from rldoctor.cluster.identity import identify
 
     section = _section("python train.py")
     identify(section, _NoProbes(), Budget(5))
@@ -186,8 +186,8 @@ def test_identify_without_probes_says_why_and_still_reads_the_entrypoint():
 
 
 def test_a_training_named_by_its_algorithm_actor_says_so():
-    from rldoctor.collect import Budget
-    from rldoctor.collect.identity import identify
+    from rldoctor.cluster.session import Budget
+    from rldoctor.cluster.identity import identify
 
     section = {"trainings": [
         {"id": "pg:1", "runs_in": "actor", "algorithm": "PPO", "env": "CartPole-v1",

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from rldoctor.collect import probes
+from rldoctor.node import probes
 
 AGENT_LOG = """\
 2026-12-02 06:37:30,001	INFO runtime_env_agent.py:400 -- Creating runtime env

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import tempfile
 
-from rldoctor.bundle import onnode
-from rldoctor.collect import probes
+from rldoctor.node import onnode
+from rldoctor.node import probes
 
 _STABLE = ("bytes", "source", "kind", "pid", "cgroup_version", "cgroup_path", "limit_path")
 

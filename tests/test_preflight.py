@@ -1,4 +1,4 @@
-"""What `ray.init` would refuse, judged before calling it (rldoctor.collect.connect.preflight).
+"""What `ray.init` would refuse, judged before calling it (rldoctor.cluster.connect.preflight).
 
 The comparison is Ray's own (check_version_info): the Ray version exactly, Python to the
 patch level unless RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor. The live paths are tested
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from rldoctor.collect.connect import NotANode, VersionMismatch, _versions_differ
+from rldoctor.cluster.connect import NotANode, VersionMismatch, _versions_differ
 
 HERE = {"ray": "2.60.0", "python": "3.11.7"}
 

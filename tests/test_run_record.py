@@ -11,9 +11,9 @@ import pytest
 
 from rldoctor.checks import _runs
 from rldoctor.checks.training.runs import stale_weights
-from rldoctor.collect.runs import point_of
+from rldoctor.inputs.runs import point_of
 from rldoctor.engine.registry import load_registry
-from rldoctor.smoke.remote import trim_result
+from rldoctor.node.smoke import trim_result
 from rldoctor.snapshot import Snapshot
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.checks import _runs
-from rldoctor.collect.runs import MAX_POINTS, read_run, read_runs
+from rldoctor.inputs.runs import MAX_POINTS, read_run, read_runs
 from rldoctor.engine.registry import load_registry
 from rldoctor.engine.runner import run_checks
 from rldoctor.snapshot import Snapshot

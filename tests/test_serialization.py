@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor.collect.targets import collect, parse_target
+from rldoctor.inputs.targets import collect, parse_target
 from rldoctor.errors import UsageError
 from rldoctor.engine.registry import load_registry
 from rldoctor.engine.runner import run_check

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from rldoctor.collect.targets import collect, parse_target
+from rldoctor.inputs.targets import collect, parse_target
 
 TESTS = Path(__file__).resolve().parent
 

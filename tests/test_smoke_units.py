@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor.smoke import run as smoke
+from rldoctor.cluster import smoke
 from rldoctor.errors import Undiagnosable, UsageError
 from rldoctor.engine.registry import load_registry
 from rldoctor.engine.runner import run_checks
-from rldoctor.smoke.remote import trim_result
+from rldoctor.node.smoke import trim_result
 from rldoctor.snapshot import Snapshot, load
 
 SMOKE_FIXTURES = sorted(p for p in (FIXTURES / "smoke").glob("*.json")
@@ -130,7 +130,7 @@ def test_trim_result_keeps_rllib_keys_and_drops_nan():
 
 
 def test_no_recorded_cluster_in_an_empty_ray_tmpdir(tmp_path):
-    code = "from rldoctor.smoke.run import recorded_local_address; print(recorded_local_address())"
+    code = "from rldoctor.cluster.smoke import recorded_local_address; print(recorded_local_address())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={"RAY_TMPDIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert proc.stdout.strip() == "None", proc.stderr
@@ -300,7 +300,7 @@ def test_the_smoke_trainer_travels_by_value_to_a_node_without_rldoctor():
     import rldoctor unpickles the trainer and trims a result (NaN dropped, numbers kept)."""
     import ray.cloudpickle as cloudpickle
 
-    from rldoctor.smoke import remote
+    from rldoctor.node import smoke as remote
 
     remote.register()
     payload = cloudpickle.dumps((remote.SmokeTrainer, remote.trim_result))

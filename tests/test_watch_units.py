@@ -19,9 +19,9 @@ from conftest import FIXTURES
 from rldoctor.engine.pipeline import Diagnosis
 from rldoctor.engine.registry import load_registry
 from rldoctor.snapshot import validate
-from rldoctor.watch import RoundFailed, Watch
-from rldoctor.watch_metrics import WatchMetrics
-from rldoctor.watch_transitions import TransitionLog
+from rldoctor.watch.rounds import RoundFailed, Watch
+from rldoctor.watch.metrics import WatchMetrics
+from rldoctor.watch.transitions import TransitionLog
 
 REGISTRY = load_registry(include_plugins=False)
 
@@ -180,7 +180,7 @@ def test_a_healthy_cluster_has_no_series_per_node_or_actor():
 
 
 def test_messages_in_the_log_and_the_metrics_are_redacted():
-    from rldoctor import watch_transitions
+    from rldoctor.watch import transitions as watch_transitions
 
     watch, _, log = watch_of([])
     secret = "ray-token-" + "a" * 40

@@ -44,6 +44,8 @@ def test_help_readme_and_sources_never_name_a_source_document():
     readme = (ROOT / "README.md").read_text()
     assert not re.search(r"seed article|the article", readme, re.IGNORECASE)
     assert "## Popular advice, corrected" in readme
+    for page in sorted((ROOT / "docs").glob("*.md")):  # the reference the README links to
+        assert not re.search(r"seed article|the article", page.read_text(), re.IGNORECASE), page
     for folder in ("doctor", "checks"):
         for path in (ROOT / folder).rglob("*.py"):
             found = re.search(r"seed article|the article|the seed", path.read_text(), re.IGNORECASE)

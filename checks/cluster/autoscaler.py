@@ -1,6 +1,6 @@
 """Clusters that grow and shrink, the autoscaler: RLD108, RLD109.
 
-Area `cluster`. Both read the `autoscaler` section (rldoctor.collect.autoscaler): which
+Area `cluster`. Both read the `autoscaler` section (rldoctor.cluster.autoscaler): which
 autoscaler runs, its node types with min/max/current, its launches and failures, idle nodes.
 """
 

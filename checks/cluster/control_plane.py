@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rldoctor import node_state
 from rldoctor.registry import check, fail, warn
 
 
@@ -70,8 +69,8 @@ def control_plane_slow(snap, params):
     for node_id, ping in sorted((plane.get("raylets") or {}).items()):
         if ping.get("ms") is not None and ping["ms"] > params["raylet_warn_ms"]:
             node = snap.node(node_id) or {}
-            late = bool(node) and node_state.of(snap, node).kind == "late"  # the overview's why
-            yield warn(f"node:{node_id}", f"the raylet of node {node_id[:12]} ({node.get('ip')}) "
+            late = bool(node) and snap.state(node_id).kind == "late"  # the overview's why
+            yield warn(f"node:{node_id}", f"the raylet of {snap.label(node_id)} "
                        f"took {ping['ms']:.0f} ms to answer a ping ({ping.get('rpc')}); a healthy "
                        "raylet answers in milliseconds" + (
                            ", too late for its probe, object store and network figures, which "

@@ -16,8 +16,7 @@ GROWTH = 4  # ... and this many times the workers running now
 
 
 def _where(snap, node_id: str) -> str:
-    node = snap.node(node_id) or {}
-    return f"node {node_id[:12]} ({node.get('ip', '?')})"
+    return snap.label(node_id)
 
 
 _NOFILE_FIX = (
@@ -104,12 +103,9 @@ _NOT_STARTING_FIX = (
 
 def _raylet_lines(snap, node_id: str) -> tuple[dict, str]:
     """(signals from the node's raylet log, how they were read): by the probe, or from outside."""
-    failed = ((snap.get("versions") or {}).get("failed") or {}).get(node_id) or {}
-    outside = (failed.get("ray_logs") or {}).get("signals")
-    if outside is not None:
-        return outside, "read through the dashboard: rldoctor's probe could not start there"
-    host = (snap.get("hosts") or {}).get(node_id) or {}
-    return (host.get("ray_logs") or {}).get("signals") or {}, "read by rldoctor's probe on the node"
+    outside = (snap.probe_failure(node_id).get("ray_logs") or {}).get("signals") is not None
+    return snap.log_signals(node_id), ("read through the dashboard: rldoctor's probe could not "
+                                       "start there" if outside else "read by rldoctor's probe on the node")
 
 
 @check("RLD106", "workers-not-starting", area="cluster", requires=("nodes",))
@@ -135,7 +131,6 @@ def workers_not_starting(snap, params):
         RAY_worker_register_timeout_seconds for slow but healthy starts; widen
         `--min-worker-port`/`--max-worker-port` for "No available ports".
     """
-    failed = (snap.get("versions") or {}).get("failed") or {}
     for node in snap.alive_nodes:
         node_id = node["node_id"]
         signals, how = _raylet_lines(snap, node_id)
@@ -143,7 +138,7 @@ def workers_not_starting(snap, params):
         ports = signals.get("no_available_ports")
         if not hung and not ports:
             continue
-        probe = failed.get(node_id) or {}
+        probe = snap.probe_failure(node_id)
         never_started = probe.get("raylet") == "answers"
         said = []
         for name, found in (("", hung), ("", ports)):

@@ -67,10 +67,10 @@ def node_dead(snap, params):
             reason = node.get("death_reason") or "UNSPECIFIED"
             message = node.get("death_message") or ""
             severity = _DEATH_SEVERITY.get(reason, fail)
-            what = "head node" if node.get("is_head") else "node"
+            what = "head " if node.get("is_head") else ""
             yield severity(
                 subject,
-                f"{what} {node_id[:12]} ({node.get('ip')}) is dead: {reason}"
+                f"{what}{snap.label(node_id)} is dead: {reason}"
                 + (f": {message}" if message else ""),
                 {**evidence, "death_reason": reason, "death_message": message},
                 _NODE_DEAD_FIX.format(node_id=node_id),
@@ -87,7 +87,7 @@ def node_dead(snap, params):
             waited = ping.get("waited_s")
             yield fail(
                 subject,
-                f"node {node_id[:12]} ({node.get('ip')}) is not answering: its raylet did "
+                f"{snap.label(node_id)} is not answering: its raylet did "
                 f"not answer a ping (GetSystemConfig, answered in milliseconds by a healthy "
                 f"raylet) within {waited or 2:g}s, so its probe, object store and network "
                 "figures were not waited for; the GCS still lists it as alive and marks it "
@@ -103,13 +103,13 @@ def node_dead(snap, params):
         elif decided.kind == "gone":  # two independent paths to the node failed: it is gone
             yield fail(
                 subject,
-                f"node {node_id[:12]} ({node.get('ip')}) stopped answering: its raylet is "
+                f"{snap.label(node_id)} stopped answering: its raylet is "
                 f"unreachable ({raylet[:100]}) and its probe failed ({error[:100]}); the "
                 "GCS still lists it as alive until its health checks run out",
                 {**evidence, "probe_error": error, "raylet_error": raylet},
                 _NODE_DEAD_FIX.format(node_id=node_id))
         else:  # no_probe
-            if set(((failure.get("ray_logs") or {}).get("signals") or {})) & {
+            if set(snap.log_signals(node_id)) & {
                     "workers_not_registered", "no_available_ports"}:
                 continue  # alive, with Ray's word that its workers do not start: RLD106
             answers = (f"; its raylet answers (a ping took {ping['ms']:.0f} ms), so the "
@@ -117,7 +117,7 @@ def node_dead(snap, params):
                        ping.get("ms") is not None else "")
             yield warn(
                 subject,
-                f"node {node_id[:12]} ({node.get('ip')}) is alive in the GCS but did not "
+                f"{snap.label(node_id)} is alive in the GCS but did not "
                 f"answer a zero-CPU probe: {error[:160]}{answers}",
                 {**evidence, "probe_error": error, "raylet_ping": ping or None},
                 "The raylet may be dying, overloaded or cut off. Check the host (load, "
@@ -162,13 +162,15 @@ def auth_mismatch(snap, params):
     failed = (snap.get("versions") or {}).get("failed") or {}
     client = (snap.get("cluster") or {}).get("client_auth") or {}
     for node_id, failure in sorted(failed.items()):
-        if failure.get("kind") != "auth":
+        state = snap.state(node_id)  # node_state decides, as for every other reader
+        refused = state.state == node_state.AUTH_MISMATCH if state else failure.get("kind") == "auth"
+        if not refused:
             continue
         node = snap.node(node_id) or {}
         mode = client.get("mode", "?")
         yield fail(
             f"node:{node_id}",
-            f"node {node_id[:12]} ({node.get('ip', '?')}) disagrees with rldoctor on token "
+            f"{snap.label(node_id)} disagrees with rldoctor on token "
             f"authentication, so it could not be examined; {failure.get('auth')}; rldoctor "
             f"joined with RAY_AUTH_MODE={mode} because "
             f"{client.get('why') or 'that is what the head asked for'}",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rldoctor.registry import check, fail, warn
+from rldoctor.words import size
 
-MiB = 2**20
 RAY_DEFAULT_THRESHOLD = 0.95  # RayConfig local_fs_capacity_threshold
 _ROLE_WORDS = {"temp_dir": "temp dir", "session_dir": "session dir", "log_dir": "logs",
                "spill_directory": "spill dir", "fallback_directory": "object store fallback",
@@ -12,14 +12,13 @@ _ROLE_WORDS = {"temp_dir": "temp dir", "session_dir": "session dir", "log_dir": 
 
 
 def _size(value) -> str:
-    value = value or 0
-    return f"{value / MiB:.1f} MiB" if value < 10 * 2**30 else f"{value / 2**30:.1f} GiB"
+    return size(value or 0)
 
 
 def threshold_of(snap, node_id: str, disk: dict) -> tuple[float, str]:
     """(threshold, where it came from): the cluster's _system_config as the node's raylet gave
     it, else RAY_local_fs_capacity_threshold in the node's environment, else Ray's default."""
-    ping = ((snap.get("control_plane") or {}).get("raylets") or {}).get(node_id) or {}
+    ping = snap.raylet_ping(node_id)
     config = (ping.get("system_config") or {}).get("local_fs_capacity_threshold")
     if isinstance(config, (int, float)):
         return float(config), "_system_config (from the node's raylet)"
@@ -96,9 +95,8 @@ def disk_pressure(snap, params):
         if not disk.get("filesystems"):
             continue
         threshold, source = threshold_of(snap, node_id, disk)
-        node = snap.node(node_id) or {}
-        where = f"node {node_id[:12]} ({node.get('ip', '?')})"
-        raylet_said = ((host.get("ray_logs") or {}).get("signals") or {}).get("disk_over_capacity")
+        where = snap.label(node_id)
+        raylet_said = snap.log_signals(node_id).get("disk_over_capacity")
         for fs in disk["filesystems"]:
             used = fs.get("used_fraction")
             if used is None or used < threshold - params["warn_margin"]:

@@ -8,22 +8,22 @@ from __future__ import annotations
 
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.words import size
 
 MiB = 2**20
 GiB = 2**30
 
 
 def _mib(value) -> str:
-    return f"{(value or 0) / MiB:.1f} MiB"
+    return size(value or 0, "MiB")
 
 
 def _gib(value) -> str:
-    return f"{(value or 0) / GiB:.1f} GiB"
+    return size(value or 0, "GiB")
 
 
 def _where(snap, node_id: str) -> str:
-    node = snap.node(node_id) or {}
-    return f"node {node_id[:12]} ({node.get('ip', '?')})"
+    return snap.label(node_id)
 
 
 def _owner_label(owner: dict, actors: dict) -> str:
@@ -131,13 +131,12 @@ def object_spilling(snap, params):
         Put less in the store or make it bigger; spill to a large, fast disk with
         `--object-spilling-directory`; keep that disk below 95% full.
     """
-    hosts = snap.get("hosts") or {}
     for node_id, stats in sorted((snap["object_store"].get("nodes") or {}).items()):
         s = stats["store"]
         spilled = s.get("spilled_bytes_total") or 0
         if spilled <= 0:
             continue
-        raylet = (hosts.get(node_id) or {}).get("raylet") or {}
+        raylet = snap.host(node_id).get("raylet") or {}
         spill_dir = raylet.get("spill_directory")
         total, free = raylet.get("spill_directory_total_bytes"), raylet.get("spill_directory_free_bytes")
         disk_used = (1 - free / total) if total and free is not None else None
@@ -285,13 +284,12 @@ def shm_too_small(snap, params):
         Enlarge /dev/shm (Docker `--shm-size`, a memory-backed emptyDir on Kubernetes)
         to at least the object store size, or shrink the store to fit.
     """
-    store_nodes = (snap.get("object_store") or {}).get("nodes") or {}
     for node_id, host in sorted((snap["hosts"] or {}).items()):
         raylet = host.get("raylet") or {}
         plasma = raylet.get("plasma_directory")
         size = raylet.get("object_store_memory")
         shm_total = host.get("shm_total_bytes")
-        fallback = ((store_nodes.get(node_id) or {}).get("store") or {}).get(
+        fallback = (snap.store(node_id).get("store") or {}).get(
             "object_store_bytes_fallback") or 0
         evidence = {"node_id": node_id, "plasma_directory": plasma, "object_store_bytes": size,
                     "shm_total_bytes": shm_total, "shm_free_bytes": host.get("shm_free_bytes"),

@@ -18,8 +18,8 @@ from rldoctor.checks._reach import (
 )
 from rldoctor.checks._rllib import rllib_role
 from rldoctor.registry import check, fail, finding, info, note, warn
+from rldoctor.words import ZONE_LABEL, node_of, percentile
 
-ZONE_LABEL = "ray.io/availability-zone"
 LATENCY_DEFAULTS = {"warn_ms": 5.0, "fail_ms": 20.0, "noise_factor": 2.0, "zone_label": ZONE_LABEL}
 _RANK = {None: 0, "warn": 1, "fail": 2}
 
@@ -38,9 +38,7 @@ def _spread(values: list[float]) -> float:
     """p90 - p10 of the samples: how much one measurement of a node wanders."""
     if len(values) < 5:
         return 0.0
-    ordered = sorted(values)
-    last = len(ordered) - 1
-    return ordered[round(0.9 * last)] - ordered[round(0.1 * last)]
+    return percentile(values, 90) - percentile(values, 10)
 
 
 def latency_noise_ms(network: dict) -> float:
@@ -121,7 +119,7 @@ _LATENCY_FIX = (
 
 
 def _describe(node_id: str, node: dict, label: str) -> str:
-    return f"node {node_id[:12]} ({node.get('ip', '?')}, zone {zone_of(node, label) or 'unlabelled'})"
+    return node_of(node, node_id, f"zone {zone_of(node, label) or 'unlabelled'}")
 
 
 @check("RLD201", "high-network-latency", area="network", requires=("network", "nodes"),
@@ -383,9 +381,7 @@ MAX_NODES_IN_FIX = 8
 
 
 def _node_label(snap, node_id: str) -> str:
-    node = snap.node(node_id) or {}
-    head = " (head)" if node.get("is_head") else ""
-    return f"node {node_id[:12]} ({node.get('ip', '?')}){head}"
+    return snap.label(node_id, head=True)
 
 
 def _ports_needed(snap, reach: dict) -> list[str]:

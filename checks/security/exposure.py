@@ -12,6 +12,7 @@ from rldoctor.checks._endpoints import (ENTRY_POINTS, KINDS, auth_state, is_publ
                                         shown)
 from rldoctor.model import Severity
 from rldoctor.registry import check, fail, finding, note, warn
+from rldoctor.words import has_token_auth, node_of
 
 _WHERE = {"all": "every interface", "public": "a public address", "private": "a private address"}
 SHOWN_ENDPOINTS = 6  # endpoints named in a message
@@ -85,8 +86,7 @@ _FIX_GROUP = {"dashboard": "dashboard", "client_server": "client_server", "gcs":
 
 
 def _who(node: dict) -> str:
-    return (f"node {node['node_id'][:12]} ({node.get('ip') or '?'}"
-            + (", head" if node.get("is_head") else "") + ")")
+    return node_of(node, head=True)
 
 
 def _severity(kind_key: str, where: str, auth: str, tls: bool) -> Severity | None:
@@ -107,10 +107,9 @@ def _severity(kind_key: str, where: str, auth: str, tls: bool) -> Severity | Non
 def _endpoints(snap) -> tuple[dict, list]:
     """{node id: [endpoint]} for nodes whose socket table was read, and notes for the rest."""
     cluster = snap.get("cluster") or {}
-    hosts = snap.get("hosts") or {}
     by_node, notes = {}, []
     for node in snap.alive_nodes:
-        table = (hosts.get(node["node_id"]) or {}).get("listening")
+        table = snap.host(node["node_id"]).get("listening")
         if not table:
             continue
         if table.get("status") != "ok":
@@ -275,19 +274,10 @@ def exposed_endpoint(snap, params):
                                     for r in rows] for nid, rows in sorted(quiet.items())}})
 
 
-TOKEN_AUTH_FROM = (2, 52)
-
-
 def _old_ray(cluster: dict) -> str | None:
     """The cluster's Ray version when it is older than token authentication, else None."""
     version = str((cluster or {}).get("ray_version") or "")
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(c for c in piece if c.isdigit())
-        if not digits:
-            return None
-        parts.append(int(digits))
-    return version if len(parts) == 2 and tuple(parts) < TOKEN_AUTH_FROM else None
+    return version if has_token_auth(version) is False else None
 
 
 def _token_fix_for(cluster: dict) -> str:

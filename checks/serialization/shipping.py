@@ -1,7 +1,7 @@
 """What RLlib ships to every env runner, and whether Ray can ship it: RLD501, RLD502.
 
 Both checks read the snapshot section `targets`, filled by `rldoctor check
---target MODULE:ATTR` (rldoctor.collect.targets): per target, the objects that
+--target MODULE:ATTR` (rldoctor.inputs.targets): per target, the objects that
 travel (the target itself; for an AlgorithmConfig the whole config plus a
 registered env creator), whether `ray.cloudpickle` could pickle each one, the
 member paths that broke it, and the pickled sizes.
@@ -17,6 +17,7 @@ the same run are withheld; the detail says how many. Fix the import or drop that
 from __future__ import annotations
 
 from rldoctor.registry import check, fail, warn
+from rldoctor.words import size
 
 _MIB = 2**20
 
@@ -49,7 +50,7 @@ def _what(obj: dict) -> str:
 
 
 def _mib(n: int) -> str:
-    return f"{n / _MIB:.1f} MiB" if n >= _MIB / 10 else f"{n / 1024:.1f} KiB"
+    return size(n)
 
 
 def _category(type_name: str) -> str:

@@ -1,7 +1,7 @@
 """The user's own RLlib trainings, live: RLD605 hung runners, RLD606 lost runners,
 RLD608 throughput that dropped.
 
-Pure functions of the snapshot's `training` section (rldoctor.collect.training): per
+Pure functions of the snapshot's `training` section (rldoctor.cluster.training): per
 training its env runners and learners, the call each is in now and how long it has
 run, the peers' finished calls, py-spy stacks of the long calls, and each runner's
 env steps from RLlib's own counters. RLD608 also reads a run's results (`runs`).
@@ -14,6 +14,7 @@ import statistics
 
 from rldoctor.checks import _runs
 from rldoctor.registry import check, fail, note, warn
+from rldoctor.words import node_label
 
 STEPS_COUNTER = "rllib_env_runner_num_env_steps_sampled_counter"  # RLlib's, per env runner
 
@@ -24,7 +25,7 @@ def _trainings(snap) -> list[dict]:
 
 def _who(member: dict) -> str:
     return (f"{member['role']} {member['actor_id'][:12]} ({member['class_name']}, pid "
-            f"{member.get('pid')} on node {str(member.get('node_id'))[:12]}, {member.get('node_ip')})")
+            f"{member.get('pid')} on {node_label(member.get('node_id'), member.get('node_ip'))})")
 
 
 def _training_name(training: dict) -> str:

@@ -11,8 +11,9 @@ from collections import defaultdict
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
-RECENT_HOURS = 24.0
+RECENT_HOURS = RECENT_DEATH_H  # the bundle keeps the logs of deaths this recent (rldoctor.words)
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
 _ENV_RUNNER_RESTART_FIX = (
@@ -40,8 +41,7 @@ def _dead_workers(snap) -> list[dict]:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[:limit] + " ..."
+    return shorten(text, limit + 4)  # `limit` characters of the text, then " ..."
 
 
 class _DeathIndex:
@@ -133,7 +133,7 @@ def actor_restarts(snap, params):
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
         for actor in shown:
-            yield _restart_finding(actor, index, params, fix)
+            yield _restart_finding(actor, index, params, fix, snap.label(actor.get("node_id")))
         rest = actors[len(shown):]
         if rest:
             yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
@@ -152,7 +152,7 @@ def _stopped_on_purpose(actor: dict) -> bool:
     return actor.get("state") == "DEAD" and cause.get("reason") == "RAY_KILL"
 
 
-def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
+def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, where: str):
     restarts = actor.get("num_restarts", 0)
     state = actor.get("state")
     deaths, matched = _deaths_of(actor, index)
@@ -172,8 +172,7 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str):
         severity, how = fail, f"restarted {restarts} times: crash loop"
     else:
         severity, how = warn, f"restarted {restarts} time(s)"
-    where = (actor.get("node_id") or "")[:12]
-    message = f"{describe_actor(actor)} (actor {actor['actor_id'][:12]}) {how}, now on node {where}"
+    message = f"{describe_actor(actor)} (actor {actor['actor_id'][:12]}) {how}, now on {where}"
     if last:
         reading = ("killed by Ray's memory monitor" if last["exit_type"] in
                    ("NODE_OUT_OF_MEMORY", "oom_context") else
@@ -251,7 +250,7 @@ def oom_kills(snap, params):
     for node_id, events in sorted(kills.items()):
         events.sort(key=lambda e: -(e.get("end_time_ms") or 0))
         latest = parse_oom(events[0]["detail"])
-        threshold, source = kill_threshold_in_force((snap.get("hosts") or {}).get(node_id))
+        threshold, source = kill_threshold_in_force(snap.host(node_id))
         if "threshold_fraction" in latest:
             threshold, source = latest["threshold_fraction"], "Ray's kill message"
         node = snap.node(node_id) or {}
@@ -261,8 +260,8 @@ def oom_kills(snap, params):
                         for e in events})
         used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
                 f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
-        message = (f"Ray's memory monitor killed {len(events)} worker(s) on node {node_id[:12]} "
-                   f"({node.get('ip') or latest.get('ip', '?')}): memory was {used}, above the "
+        message = (f"Ray's memory monitor killed {len(events)} worker(s) on "
+                   f"{node_label(node_id, node.get('ip') or latest.get('ip'))}: memory was {used}, above the "
                    f"kill threshold of {threshold:.0%} ({source})")
         if threshold < 0.5:
             message += "; that threshold is unusually low"
@@ -283,7 +282,7 @@ def oom_kills(snap, params):
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
             vanished[w["node_id"]].append(w)
     for node_id, workers in sorted(vanished.items()):
-        host = (snap.get("hosts") or {}).get(node_id) or {}
+        host = snap.host(node_id)
         log = host.get("kernel_oom_log") or {}
         evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
                     "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
@@ -294,7 +293,7 @@ def oom_kills(snap, params):
                 continue  # the kernel killed none of them: RLD403 reports the crash
             evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
             yield warn(f"node:{node_id}",
-                       f"{len(matched)} worker(s) on node {node_id[:12]} were killed by the "
+                       f"{len(matched)} worker(s) on {snap.label(node_id)} were killed by the "
                        f"kernel's OOM killer (the kernel log says \"Killed process "
                        f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
                        + (f", in memory cgroup {killed[matched[0]['pid']]['memcg']}"
@@ -306,7 +305,7 @@ def oom_kills(snap, params):
         if not any(counters.values()):
             continue
         yield warn(f"node:{node_id}",
-                   f"{len(workers)} worker(s) on node {node_id[:12]} vanished without notice and "
+                   f"{len(workers)} worker(s) on {snap.label(node_id)} vanished without notice and "
                    f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
                    "in the node's memory cgroup: they may have been killed for memory by the "
                    f"kernel (its log is not readable here: {log.get('error') or 'not collected'})",
@@ -371,7 +370,7 @@ def worker_crashes(snap, params):
         node = snap.node(node_id) or {}
         yield severity(
             f"node:{node_id}",
-            f"{len(workers)} worker(s) on node {node_id[:12]} ({node.get('ip') or latest.get('ip')}) "
+            f"{len(workers)} worker(s) on {node_label(node_id, node.get('ip') or latest.get('ip'))} "
             f"died of a system error: {'; '.join(kinds)} (latest pid {latest['pid']})",
             {"node_id": node_id, "crashes": len(workers), "recent_crashes": len(recent),
              "pids": [w["pid"] for w in workers[:20]],

@@ -51,11 +51,7 @@ def _nodes_that_failed(snap, env: dict | None) -> list[tuple[str, dict]]:
 
 
 def _where(snap, node_ids: list[str]) -> str:
-    names = []
-    for node_id in node_ids:
-        node = snap.node(node_id) or {}
-        names.append(f"node {node_id[:12]} ({node.get('ip', '?')})")
-    return ", ".join(names)
+    return ", ".join(snap.label(node_id) for node_id in node_ids)
 
 
 _FIX = (

@@ -5,7 +5,7 @@
 2. Take the snapshot with the bundle's Gatherer as an extra (logs, stacks, host facts,
    Tune results while the probes are up), then diagnose it: the report of the same run.
    Through the dashboard address the job inside the cluster runs that Gatherer and sends
-   the items back in its output (rldoctor.dashboard.bundle, rldoctor.collect.job_bundle).
+   the items back in its output (rldoctor.dashboard.bundle, rldoctor.job.bundle).
 3. Redact everything (and obfuscate, with --obfuscate), fit the size cap by cutting the
    largest logs from the front, write the manifest, and rename the archive into place.
 Progress goes to stderr, line by line: which node, which item.
@@ -62,8 +62,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     from rldoctor.bundle.manifest import manifest
     from rldoctor.bundle.obfuscate import Obfuscator, map_path
     from rldoctor.bundle.writer import BundleFile, Member, fit
-    from rldoctor.dashboard import is_dashboard_address
-    from rldoctor.dashboard.remote import chosen_address, take_snapshot
+    from rldoctor.acquire import bundle_gatherer, take_snapshot
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.redact import Redactor
     from rldoctor.snapshot import Snapshot
@@ -76,14 +75,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     target = BundleFile(path, force=force, extra_paths=(the_map,) if the_map else ())
     wrote_map = False
     try:
-        if is_dashboard_address(chosen_address(address)):  # gathered by the job, in the cluster
-            from rldoctor.dashboard.bundle import JobItems
-
-            gatherer = JobItems(progress=say, max_bytes=max_bytes)
-        else:
-            from rldoctor.bundle.gather import Gatherer
-
-            gatherer = Gatherer(progress=say)
+        gatherer = bundle_gatherer(address, progress=say, max_bytes=max_bytes)
         say(f"taking the snapshot of the cluster at {address or os.environ.get('RAY_ADDRESS') or 'auto'}")
         snap_started = time.perf_counter()
         doc = take_snapshot(address, timeout_s=timeout_s, extras=(gatherer,), leave=True)

@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 
 from rldoctor.bundle import MANIFEST, SCHEMA, SCHEMA_MAJOR, SNAPSHOT
 from rldoctor.errors import Undiagnosable
+from rldoctor.words import first_text_line
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_MEMBERS = 100_000
@@ -100,8 +101,7 @@ def read(path) -> tuple[dict, dict, str, list[str]]:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]
+    return first_text_line(exc, 200, type(exc).__name__)
 
 
 def _json(data: bytes, origin: str):

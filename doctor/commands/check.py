@@ -19,7 +19,7 @@ def target_specs(targets) -> list:
     """Parse --target values (a bad one is a usage error) without importing ray."""
     if not targets:
         return []
-    from rldoctor.collect.targets import parse_target
+    from rldoctor.inputs.targets import parse_target
 
     return [parse_target(text) for text in targets]
 
@@ -39,7 +39,7 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
     specs = target_specs(targets)
     results = None
     if runs:  # read first: a path that is not a run ends here, before any cluster is joined
-        from rldoctor.collect.runs import read_runs
+        from rldoctor.inputs.runs import read_runs
 
         results = read_runs(list(runs))
     if from_file:
@@ -55,13 +55,13 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
              "runs": list(runs)}), kind)
         source = dict(snap.get("source") or {})
     else:
-        from rldoctor.dashboard.remote import take_snapshot
+        from rldoctor.acquire import take_snapshot
 
         snap = snapshots.validate(take_snapshot(address, timeout_s=timeout, leave=False),
                                   "live cluster")
         source = dict(snap.get("source") or {})
     if specs:
-        from rldoctor.collect.targets import add_targets
+        from rldoctor.inputs.targets import add_targets
 
         add_targets(snap.data, specs, timeout_s=timeout)
     if results is not None:

@@ -19,8 +19,8 @@ def check_choice(output, bundle) -> None:
 
 
 def collect_snapshot_file(output: str, address, timeout: float) -> str:
-    from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
-    from rldoctor.dashboard.remote import take_snapshot
+    from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER
+    from rldoctor.acquire import take_snapshot
     from rldoctor.snapshot import dumps
 
     doc = take_snapshot(address, timeout_s=timeout, leave=False)

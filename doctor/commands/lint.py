@@ -1,7 +1,7 @@
 """`rldoctor lint PATH ...`: read the sources and run the `code` checks (rldoctor.engine.pipeline),
 render, and pick the exit code.
 
-Exit codes (DESIGN.md): 0 nothing at or above --fail-on; 1 findings at or above
+Exit codes (docs/architecture.md): 0 nothing at or above --fail-on; 1 findings at or above
 it, or a check errored; 2 usage error; 3 an input could not be linted
 (missing, unreadable, binary, too large, a syntax error, a YAML bomb), when
 nothing reached --fail-on. Every input problem is one line of the report and,

@@ -22,7 +22,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
                 record, lr, seed) -> int:
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.report import smoke as smoke_report
-    from rldoctor.smoke import run as smoke
+    from rldoctor.cluster import smoke
     from rldoctor.redact import redact
     from rldoctor.report.render import RENDERERS
     from rldoctor.snapshot import Snapshot, dumps

@@ -2,7 +2,7 @@
 
 `JobItems` is what `rldoctor collect --bundle --address http(s)://...` gives
 rldoctor.dashboard.remote instead of the GCS path's Gatherer: it asks the collectors' job
-for the bundle's items too (rldoctor.collect.job_bundle gathers, redacts and fits them inside
+for the bundle's items too (rldoctor.job.bundle gathers, redacts and fits them inside
 the cluster), reads the job's log over HTTP until both frames are there (the snapshot, then
 the items), and turns the items back into rldoctor.bundle.manifest.Item. The job is then
 stopped (its driver deletes its own log file on that stop) and deleted as for `check`.
@@ -14,8 +14,9 @@ from __future__ import annotations
 import base64
 
 from rldoctor.bundle.manifest import Item
-from rldoctor.collect.job_bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
-from rldoctor.collect.job_main import unframe
+from rldoctor.job.bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
+from rldoctor.job.main import unframe
+from rldoctor.words import node_label
 
 ITEMS_TIME_S = 20.0 + 10.0  # the Gatherer's own budget for items, plus redaction and printing
 
@@ -57,8 +58,7 @@ class JobItems:
         for entry in sent.get("items") or []:
             item = decode_item(entry)
             self.items.append(item)
-            where = (f"node {ips.get(item.node_id, '?')} ({item.node_id[:8]})"
-                     if item.node_id else "cluster")
+            where = node_label(item.node_id, ips.get(item.node_id)) if item.node_id else "cluster"
             state = "ok" if item.status == "ok" else f"FAILED: {item.error}"
             took = f" in {item.duration_s:.2f}s" if item.duration_s is not None else ""
             self.progress(f"{where}: {item.name} {state}{took}")

@@ -6,19 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rldoctor.dashboard.http import Dashboard, DashboardError
-
-OLDEST_RAY = (2, 40)
-TOKEN_AUTH_FROM = (2, 52)
-
-
-def version_tuple(text: str | None) -> tuple[int, ...]:
-    parts = []
-    for piece in (text or "").split(".")[:3]:
-        digits = "".join(c for c in piece if c.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
+from rldoctor.words import OLDEST_RAY, TOKEN_AUTH_FROM, version_tuple  # noqa: F401 (re-exported)
 
 
 @dataclass

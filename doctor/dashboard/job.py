@@ -6,7 +6,7 @@ deleted at the end whatever happens: a finished run, a timeout, a client error, 
 Its probe actors belong to its driver and die with it. The driver does not end by itself
 after printing: the client reads the job's log while it runs until the output is complete,
 then stops it, and on that stop the driver deletes its own log file (Ray keeps a job's log
-after the job is deleted; rldoctor.collect.job_log).
+after the job is deleted; rldoctor.job.log).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import urllib.parse
 import uuid
 
 from rldoctor import __version__
-from rldoctor.collect.job_main import END, FAILED, unframe
+from rldoctor.job.main import END, FAILED, unframe
 from rldoctor.dashboard.http import Dashboard
 from rldoctor.dashboard.package import Package
 from rldoctor.errors import Undiagnosable
@@ -45,7 +45,7 @@ ENTRYPOINT = (
     'elif [ -n "$S" ] && P=$(readlink /proc/$PPID/exe); '
     'then export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}$S"; '
     'else P=python3; fi; '
-    'exec "$P" -m rldoctor.collect.job_main --timeout {timeout:g} --linger {linger:g}')
+    'exec "$P" -m rldoctor.job.main --timeout {timeout:g} --linger {linger:g}')
 
 
 def ensure_package(dash: Dashboard, package: Package) -> bool:

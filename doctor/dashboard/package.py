@@ -1,11 +1,19 @@
-"""The package the dashboard path ships to the cluster: rldoctor's collectors and what they
-import from rldoctor, nothing else (no checks, no reports, no click).
+"""The package the dashboard path ships to the cluster: the cluster side of the tree and
+what it imports, nothing else.
 
-The files are found by following `rldoctor.*` imports from rldoctor.collect and the job's
-entry point (rldoctor.collect.job_main); the zip is byte-for-byte the same for the same
-sources (fixed timestamps, sorted names), so its name `_ray_pkg_<sha1>.zip` says whether the
-cluster already holds it. Ray unpacks a `gcs://` py_modules zip as is, so `rldoctor/` is the
-zip's top folder.
+That is every module of rldoctor.cluster (the driver side that joins the cluster),
+rldoctor.node (what is pickled by value onto the nodes) and rldoctor.job (the job's entry
+point), except smoke-train's driver and trainer (rldoctor.cluster.smoke, rldoctor.node.smoke:
+the job never runs them), plus the stdlib-only shared modules they import (snapshot, errors,
+redact, metric_numbers, rllib_roles, the bundle's stdlib-only format modules, ...). No
+checks, reports, pipeline, CLI, HTTP client or bundle writing: tests/test_layering.py keeps
+the cluster side from importing them, and tests/test_dashboard_units.py fails when one lands
+in the zip. So its hash changes only when cluster-side code (or a module it imports) does.
+
+The files are found by following `rldoctor.*` imports (function-level ones too) from those
+folders; the zip is byte-for-byte the same for the same sources (fixed timestamps, sorted
+names), so its name `_ray_pkg_<sha1>.zip` says whether the cluster already holds it. Ray
+unpacks a `gcs://` py_modules zip as is, so `rldoctor/` is the zip's top folder.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOTS = ("rldoctor.collect", "rldoctor.collect.job_main")
+FOLDERS = ("cluster", "node", "job")  # the cluster side: shipped whole, with what it imports
+NOT_SHIPPED = ("rldoctor.cluster.smoke", "rldoctor.node.smoke")  # smoke-train runs them from the client
+ROOTS = ("rldoctor.job.main",)
 _ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 
 
@@ -58,14 +68,16 @@ def _imported(path: Path, package: str) -> set[str]:
 
 
 def shipped_modules() -> dict[str, Path]:
-    """{module name: source file} of everything the collectors need from rldoctor."""
+    """{module name: source file} of the cluster side and what it imports from rldoctor."""
     found: dict[str, Path] = {}
-    collect_dir = _source_of("rldoctor.collect").parent
-    todo = list(ROOTS) + [f"rldoctor.collect.{p.stem}" for p in sorted(collect_dir.glob("*.py"))
-                          if p.stem != "__init__"]
+    todo = list(ROOTS)
+    for folder in FOLDERS:
+        folder_dir = _source_of(f"rldoctor.{folder}").parent
+        todo += [f"rldoctor.{folder}.{p.stem}" for p in sorted(folder_dir.glob("*.py"))
+                 if p.stem != "__init__" and f"rldoctor.{folder}.{p.stem}" not in NOT_SHIPPED]
     while todo:
         name = todo.pop()
-        if name in found or not (name == "rldoctor" or name.startswith("rldoctor.")):
+        if name in found or name in NOT_SHIPPED or not (name == "rldoctor" or name.startswith("rldoctor.")):
             continue
         try:
             path = _source_of(name)

@@ -1,31 +1,13 @@
 """A snapshot through the dashboard address: identify, ship, run the job, read it back.
 
-`take_snapshot` is what `check` and `collect` call: an `http(s)://` address (given, or in
-RAY_ADDRESS) goes through the dashboard; any other goes through the GCS as before.
+Which path a snapshot takes (this one or the GCS one) is chosen in rldoctor.acquire.
 """
 
 from __future__ import annotations
 
-import os
 import time
 
-from rldoctor.dashboard import is_dashboard_address
 from rldoctor.dashboard.http import REQUEST_TIMEOUT_S, Dashboard
-from rldoctor.errors import Undiagnosable
-
-
-def chosen_address(address: str | None) -> str | None:
-    return address or os.environ.get("RAY_ADDRESS") or None
-
-
-def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=()) -> dict:
-    wanted = chosen_address(address)
-    if is_dashboard_address(wanted):
-        return collect_through_dashboard(wanted, timeout_s, extras=extras)
-    from rldoctor.collect import collect_snapshot
-
-    return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
-                            on_refused=after_refusal)
 
 
 def open_dashboard(address: str) -> Dashboard:
@@ -83,48 +65,3 @@ def collect_through_dashboard(address: str, timeout_s: float, extras=()) -> dict
         f"afterwards; the package ({len(pkg.data) // 1024} KiB) was "
         + ("uploaded" if uploaded else "already on the cluster"))
     return doc
-
-
-def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
-    """The snapshot of a cluster that Ray would not take this driver into (another Ray or
-    Python, or this machine is not one of its nodes: rldoctor.collect.connect.CannotJoin),
-    taken through its dashboard (as `--address http://...` does), or None when no dashboard
-    answers (none recorded in the GCS, or nothing listens where the head recorded one: a
-    head started with --include-dashboard=false may still record its address). A dashboard
-    that answers but cannot do it is one clear line."""
-    try:
-        from rldoctor.collect.private import dashboard_address
-
-        found = dashboard_address(gcs_address, budget.left(5.0))
-    except Exception:
-        return None
-    if not found:
-        return None
-    host, _, port = found.rpartition(":")
-    if host in ("0.0.0.0", "::", "[::]", ""):  # bound everywhere: reach it where the GCS is
-        host = gcs_address.rpartition(":")[0]
-    url = f"http://{host}:{port}"
-    if not _listening(host, port, budget.left(2.0)):  # recorded, but not running
-        return None
-    why = refusal.why() if hasattr(refusal, "why") else " ".join(str(refusal).split())[:400]
-    try:
-        doc = collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
-    except Undiagnosable as exc:  # the dashboard is there but could not do it: say both
-        raise Undiagnosable(f"{why}; rldoctor went through the cluster's dashboard at {url} "
-                            f"instead, and there: {exc}") from None
-    doc.setdefault("notes", []).insert(0, (
-        f"rldoctor did not join the cluster at {gcs_address} as a driver ({why}); it went "
-        f"through the cluster's dashboard at {url} on its own instead, so the collectors ran "
-        "inside the cluster with its own Ray and Python. Next time give --address " + url))
-    doc["source"]["requested_address"] = gcs_address
-    return doc
-
-
-def _listening(host: str, port: str, timeout_s: float) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-            return True
-    except (OSError, ValueError):
-        return False

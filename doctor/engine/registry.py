@@ -5,7 +5,7 @@ A check is a pure function of a Snapshot, declared with `@check(...)`. Its
 docstring is its documentation: a one-line summary, then the sections
 Symptom, Cause and Fix (and optionally Advice: popular advice about the symptom, quoted,
 and when it is right; `explain` prints it as "Common advice"; "Article" is read as Advice).
-`rldoctor explain CODE` prints it and the README's error table is built from it.
+`rldoctor explain CODE` prints it and the error table of docs/checks.md is built from it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from rldoctor.words import size
+
 KINDS = {".py": "python", ".ipynb": "notebook", ".yaml": "yaml", ".yml": "yaml"}
 # Far above any training script, cluster config or notebook; parsing more takes seconds.
 MAX_BYTES = {"python": 2 * 2**20, "yaml": 2**20, "notebook": 20 * 2**20}
@@ -94,7 +96,7 @@ def read(path: str, kind: str) -> Source | Problem:
     except OSError as exc:
         return Problem(path, UNREADABLE, f"cannot read: {exc.strerror or exc}")
     if len(data) > limit:
-        return Problem(path, "too-large", f"larger than {limit // 2**20} MiB; not linted (a generated file?)")
+        return Problem(path, "too-large", f"larger than {size(limit)}; not linted (a generated file?)")
     if b"\x00" in data[:8192]:
         return Problem(path, "binary", "binary file (NUL bytes); not linted")
     try:

@@ -15,8 +15,9 @@ else the host's MemTotal; each row says which (`memory_source`).
 from __future__ import annotations
 
 from rldoctor import node_state
+from rldoctor.words import ZONE_LABEL
 
-DEFAULT_ZONE_LABEL = "ray.io/availability-zone"
+DEFAULT_ZONE_LABEL = ZONE_LABEL
 SHOWN_ROWS = 20  # table and Markdown: the worst rows of a cluster larger than this
 _VERSION_KEYS = ("ray", "python", "rllib", "torch", "gymnasium")
 _SECTIONS = ("nodes", "object_store", "hosts", "network", "versions")

@@ -7,7 +7,7 @@ a cluster: give --address or --from"). The JSON report keeps every check entry.
 
 from __future__ import annotations
 
-from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER  # no ray: the hints for --target, --run, ...
+from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER  # no ray: the hints for --target, --run, ...
 
 NO_CLUSTER_KINDS = ("targets", "runs", "files")
 CLUSTER_HINT = "give --address or --from"

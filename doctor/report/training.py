@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 
-LONG_CALL_S = 10.0
+from rldoctor import words
+
+LONG_CALL_S = words.LONG_CALL_S  # only for a snapshot that does not record its own `long_call_s`
 
 
 def _stuck_in(stack: dict | None) -> str | None:
@@ -39,6 +41,7 @@ def summarize(section: dict | None, findings=()) -> list[dict]:
     if not section:
         return []
     stacks = section.get("stacks") or {}
+    long_call_s = section.get("long_call_s") or LONG_CALL_S  # what the collector judged by
     named: dict[str, list[str]] = {}
     for f in findings:
         named.setdefault(f.subject, []).append(f.code)
@@ -62,10 +65,13 @@ def summarize(section: dict | None, findings=()) -> list[dict]:
             "runners_dead": training.get("runners_dead"),
             "learners": len(learners), "env_steps_per_s": round(sum(rates), 1) if rates else None,
             "findings": sorted(set(named.get(training.get("subject"), []))),
-            "runners": runners, "learner_actors": learners})
+            "runners": runners, "learner_actors": learners, "long_call_s": long_call_s})
     return out
 
 
-def not_fine(member: dict) -> bool:
+def not_fine(member: dict, long_call_s: float | None = None) -> bool:
+    """A member the short views show: with a finding, not alive, restarted, or in a call at
+    least `long_call_s` old (its training's `long_call_s`, from the snapshot)."""
     return bool(member.get("findings")) or member.get("state") != "ALIVE" or \
-        (member.get("call_age_s") or 0) >= LONG_CALL_S or (member.get("num_restarts") or 0) > 0
+        (member.get("call_age_s") or 0) >= (long_call_s or LONG_CALL_S) or \
+        (member.get("num_restarts") or 0) > 0

@@ -19,12 +19,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from rldoctor import words
 from rldoctor.lint.rules._config_dicts import ConfigDicts, closure
 from rldoctor.lint.rules.table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
 from rldoctor.lint.rules._rllib_values import filter_verdict, inert_verdict
 
-ALGORITHMS = ("PPO", "APPO", "IMPALA", "Impala", "DQN", "SAC", "CQL", "BC", "MARWIL", "DreamerV3",
-              "IQL", "TQC")
+ALGORITHMS = words.ALGORITHMS  # the one list, shared with the checks' rllib_role
 CONFIG_CLASSES = {"AlgorithmConfig"} | {f"{a}Config" for a in ALGORITHMS}
 RLLIB_TRAINABLES = set(ALGORITHMS) | {"A2C", "A3C", "PG", "DDPG", "TD3", "APEX", "APEX_DDPG", "ES", "ARS",
                                       "R2D2", "SimpleQ", "QMIX", "MADDPG", "AlphaZero", "MAML", "SlateQ"}

@@ -1,4 +1,4 @@
-"""JSON report, schema rldoctor.report/v1 (see DESIGN.md)."""
+"""JSON report, schema rldoctor.report/v1 (see docs/architecture.md, "Contracts")."""
 
 from __future__ import annotations
 

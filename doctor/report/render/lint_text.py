@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rldoctor.model import Report
 from rldoctor.report.render.text import mute_text
+from rldoctor.words import shorten
 
 
 def _where(location: dict) -> str:
@@ -20,8 +21,7 @@ def _where(location: dict) -> str:
 
 
 def _one_line(text: str, limit: int = 400) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+    return shorten(text, limit)
 
 
 def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:

@@ -42,7 +42,7 @@ def render_markdown(report: Report) -> str:
         for t in report.training:
             out.append(f"- {_cell(headline(t))}")
             out += [f"  - {_cell(member_line(m))}"
-                    for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m)]
+                    for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m, t.get("long_call_s"))]
         out.append("")
     out += ["| code | check | status | time | detail |", "|---|---|---|---|---|"]
     folded = folded_codes(report)

@@ -6,21 +6,14 @@ A figure that was not collected is "-".
 
 from __future__ import annotations
 
+from rldoctor import words
 from rldoctor.report.overview import folded_summary, shown_rows
 
-MiB = 2**20
-GiB = 2**30
 DASH = "-"
 
 
 def size(value) -> str:
-    if value is None:
-        return DASH
-    if value >= GiB:
-        return f"{value / GiB:.1f} GiB"
-    if value >= MiB or value == 0:
-        return f"{value / MiB:.1f} MiB"
-    return f"{value / 1024:.1f} KiB"
+    return words.size(value, none=DASH)
 
 
 def _used_of(used, total) -> str:

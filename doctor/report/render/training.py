@@ -4,6 +4,7 @@ or learner that is not fine (the part itself: rldoctor.report.training)."""
 from __future__ import annotations
 
 from rldoctor.report.training import not_fine
+from rldoctor.words import node_label
 
 
 def headline(t: dict) -> str:
@@ -23,7 +24,7 @@ def headline(t: dict) -> str:
 
 def member_line(m: dict) -> str:
     parts = [f"{m.get('role')} {str(m.get('actor_id'))[:12]} pid {m.get('pid')} on "
-             f"{str(m.get('node_id'))[:12]} ({m.get('node_ip')})", str(m.get("state")).lower()]
+             f"{node_label(m.get('node_id'), m.get('node_ip'))}", str(m.get("state")).lower()]
     if m.get("num_restarts"):
         parts.append(f"{m['num_restarts']} restart(s)")
     if m.get("call_age_s") is not None:
@@ -43,6 +44,6 @@ def block_lines(trainings: list[dict]) -> list[str]:
     for t in trainings:
         lines.append(headline(t))
         for m in t.get("runners", []) + t.get("learner_actors", []):
-            if not_fine(m):
+            if not_fine(m, t.get("long_call_s")):
                 lines.append("    " + member_line(m))
     return lines

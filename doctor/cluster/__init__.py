@@ -1,0 +1,14 @@
+"""The driver side: what joins a live cluster through Ray and reads it (cluster side).
+
+    session.py        collect_snapshot / LiveSession: join, fill the snapshot section by section, leave
+    connect.py, auth.py, private.py   joining (addresses, versions, token), the cluster's auth mode,
+                      private Ray calls (each at its one place)
+    fleet.py          one probe actor per node; `ask`, the one fan-out to the probes
+    nodes, actors, demands, objectstore, control_plane, network, reach, versions, runtime_envs,
+    training, identity, stacks, node_logs, cluster_facts   one module per snapshot section
+    gather.py, logs.py, stack_targets.py   the incident bundle's items, gathered through Ray
+    smoke.py          smoke-train's driver (settings, placement, the run and its figures)
+
+Standard library, ray and the cluster side only (tests/test_layering.py): this folder ships
+to the cluster whole in the dashboard path (rldoctor.dashboard.package).
+"""

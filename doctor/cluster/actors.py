@@ -1,0 +1,179 @@
+"""Actors and dead workers from Ray's state API, for the restart and crash checks.
+
+The state API returns at most 100 rows unless asked; rldoctor asks for the
+server's maximum and compares with Ray's own count, so a truncated list is said
+out loud in the snapshot instead of silently undercounting.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rldoctor.cluster.session import Unavailable
+from rldoctor.cluster.cluster_facts import state_api_address
+
+MAX_ROWS = 10_000  # the state API server's cap (RAY_MAX_LIMIT_FROM_API_SERVER)
+OWN_NAMESPACE_PREFIX = "rldoctor-"
+# Dead workers worth a look; intended exits (idle workers reaped, ray.kill) are not.
+BAD_EXITS = ("SYSTEM_ERROR", "NODE_OUT_OF_MEMORY", "USER_ERROR")
+
+
+RUNTIME_ENV_FAILED = "runtime_env_failed_context"
+
+
+def _runtime_env_summary(serialized) -> dict:
+    """What an actor's runtime_env asked to build (never its env_vars values)."""
+    import json
+
+    from rldoctor.node.probes import runtime_env_summary
+
+    try:
+        return runtime_env_summary(json.loads(serialized or "{}"))
+    except ValueError:
+        return {}
+
+
+def _require_state_api(cluster: dict | None) -> str:
+    address = state_api_address(cluster)
+    if not address:
+        reason = (cluster or {}).get("state_api_error") or "Ray's state API is not reachable"
+        raise Unavailable(reason)
+    return address
+
+
+def _death_cause(cause: dict | None) -> dict | None:
+    """Ray's ActorDeathCause (one of several contexts) flattened to kind/reason/message."""
+    if not cause:
+        return None
+    kind, context = next(iter(cause.items()))
+    context = context or {}
+    return {
+        "kind": kind,  # oom_context, actor_died_error_context, creation_task_failure_context, ...
+        "reason": context.get("reason"),
+        "message": " ".join(str(context.get("error_message") or "").split())[:1000],
+        "never_started": context.get("never_started"),
+    }
+
+
+def collect_actors(conn, budget, cluster: dict | None) -> dict:
+    from ray.util.state import list_actors, summarize_actors
+
+    address = _require_state_api(cluster)
+    timeout = int(budget.left(10))
+    rows = list_actors(address=address, detail=True, limit=MAX_ROWS, timeout=timeout,
+                       raise_on_missing_output=False)
+    summary = summarize_actors(address=address, timeout=timeout, raise_on_missing_output=False)
+    total = int(((summary or {}).get("cluster") or {}).get("total_actors") or len(rows))
+    items, other_runs, own_workers = [], set(), set()
+    for a in rows:
+        if (a.ray_namespace or "").startswith(OWN_NAMESPACE_PREFIX):
+            if a.ray_namespace != conn.namespace and a.state == "ALIVE":
+                other_runs.add(a.ray_namespace)  # another rldoctor probing at the same time
+            if a.node_id and a.pid:
+                own_workers.add((a.node_id, a.pid))
+            continue  # rldoctor's own probes are not the patient
+        items.append({
+            "actor_id": a.actor_id,
+            "class_name": a.class_name,
+            "name": a.name or "",
+            "state": a.state,
+            "node_id": a.node_id,
+            "pid": a.pid,
+            "job_id": a.job_id,
+            "ray_namespace": a.ray_namespace,
+            "is_detached": a.is_detached,
+            "repr_name": a.repr_name or "",
+            "placement_group_id": a.placement_group_id or None,
+            "num_restarts": int(getattr(a, "num_restarts", 0) or 0),
+            # the field is newer than 2.40: read it where the cluster's Ray has it
+            "num_restarts_due_to_node_preemption": int(
+                getattr(a, "num_restarts_due_to_node_preemption", 0) or 0),
+            "death_cause": _death_cause(a.death_cause),
+            "required_resources": dict(a.required_resources or {}),
+        })
+        if items[-1]["death_cause"] and items[-1]["death_cause"]["kind"] == RUNTIME_ENV_FAILED:
+            items[-1]["death_cause"]["message"] = str(  # pip's own error is at its end
+                (a.death_cause or {}).get(RUNTIME_ENV_FAILED, {}).get("error_message") or "")[-3000:]
+            items[-1]["runtime_env"] = _runtime_env_summary(a.serialized_runtime_env)
+    _add_pid_history(address, budget, items)
+    return {"items": items, "listed": len(rows), "total": total,
+            "truncated": len(rows) < total or len(rows) >= MAX_ROWS,
+            "other_rldoctor_runs": sorted(other_runs),
+            # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
+            "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
+
+
+MAX_HISTORIES = 20
+
+
+def _add_pid_history(address: str, budget, items: list[dict]) -> None:
+    """For restarted actors, every worker pid that ever ran one of their tasks.
+
+    Ray keeps no death cause for an actor that restarted and is alive again; the
+    dead workers that hosted it do have one. Their pids come from the actor's tasks.
+    """
+    from ray.util.state import list_tasks
+
+    restarted = sorted((a for a in items if a["num_restarts"] > 0),
+                       key=lambda a: -a["num_restarts"])[:MAX_HISTORIES]
+    for actor in restarted:
+        tasks = list_tasks(address=address, detail=True, limit=1000, timeout=int(budget.left(5)),
+                           raise_on_missing_output=False,
+                           filters=[("actor_id", "=", actor["actor_id"])])
+        actor["pids"] = sorted({(t.node_id, t.worker_pid) for t in tasks
+                                if t.worker_pid and t.node_id} | {(actor["node_id"], actor["pid"])},
+                               key=str)
+
+
+def collect_workers(conn, budget, cluster: dict | None,
+                    own_workers: Callable[[], list | None] = lambda: None) -> dict:
+    """Workers that died of a bad exit, without rldoctor's own probes.
+
+    A probe worker that Ray stops while the rldoctor run that started it ends may die
+    with SIGTERM (SYSTEM_ERROR); it is no patient. `own_workers` gives the (node, pid)
+    pairs of rldoctor's probes (from the actor list, read side by side with this one).
+    """
+    from ray.util.state import list_workers
+
+    address = _require_state_api(cluster)
+    items, truncated = [], False
+    for exit_type in BAD_EXITS:
+        rows = list_workers(address=address, detail=True, limit=MAX_ROWS,
+                            timeout=int(budget.left(10)), raise_on_missing_output=False,
+                            filters=[("is_alive", "=", "False"), ("exit_type", "=", exit_type)])
+        truncated = truncated or len(rows) >= MAX_ROWS
+        for w in rows:
+            items.append({
+                "worker_id": w.worker_id,
+                "worker_type": w.worker_type,
+                "exit_type": w.exit_type,
+                "exit_detail": " ".join(str(w.exit_detail or "").split())[:2000],
+                "node_id": w.node_id,
+                "ip": w.ip,
+                "pid": w.pid,
+                "end_time_ms": w.end_time_ms,
+            })
+    oom_tasks = _oom_tasks(address, budget)
+    own = {(node, pid) for node, pid in own_workers() or ()}
+    kept = [w for w in items if (w["node_id"], w["pid"]) not in own]
+    return {"dead": kept, "truncated": truncated, "oom_tasks": oom_tasks,
+            "rldoctor_workers_left_out": len(items) - len(kept)}
+
+
+def _oom_tasks(address: str, budget) -> list[dict]:
+    """Tasks and actor tasks that Ray's memory monitor failed with OUT_OF_MEMORY."""
+    from ray.util.state import list_tasks
+
+    rows = list_tasks(address=address, detail=True, limit=1000, timeout=int(budget.left(10)),
+                      raise_on_missing_output=False,
+                      filters=[("error_type", "=", "OUT_OF_MEMORY")])
+    return [{
+        "task_id": t.task_id,
+        "name": t.name,
+        "func_or_class_name": t.func_or_class_name,
+        "node_id": t.node_id,
+        "worker_pid": t.worker_pid,
+        "actor_id": t.actor_id,
+        "error_message": " ".join(str(t.error_message or "").split())[:2000],
+        "end_time_ms": t.end_time_ms,
+    } for t in rows]

@@ -1,0 +1,81 @@
+"""Ray's own words from a node whose probe could not start (RLD106).
+
+A node whose raylet answers but whose workers never register cannot run rldoctor's
+probe, so its raylet log is read from outside, through the dashboard's log route
+(the node's dashboard agent is not a worker and still serves it). The lines are matched
+with the probes' own patterns (probes.log_signals).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rldoctor.cluster.session import error_line
+from rldoctor.node import probes
+
+TAIL_LINES = 2000
+TAIL_BYTES = probes.LOG_TAIL_BYTES
+RAYLET_LOGS = ("raylet", ".out", ".err")
+
+
+def _raylet_files(names: list[str]) -> list[str]:
+    return [n for n in names if "/" not in n and n.startswith(RAYLET_LOGS[0])
+            and n.endswith(RAYLET_LOGS[1:])]
+
+
+def raylet_signals(route, node_id: str, deadline: float) -> dict:
+    """{"signals": {...}, "files": [...]} from the raylet log(s) of `node_id`, or {"error"}.
+
+    Nodes that share one log folder (several nodes on one host) each write raylet.N.out; a
+    file is this node's when its periodic state dump names the node ("Node ID: <id>").
+    """
+    try:
+        names = _raylet_files(route.list_files(node_id))
+    except Exception as exc:
+        return {"error": f"log listing: {error_line(exc, 200)}"}
+    texts = {}
+    for name in names:
+        if time.monotonic() > deadline:
+            break
+        try:
+            data, _ = route.tail(node_id, name, TAIL_LINES, TAIL_BYTES)
+        except Exception as exc:
+            texts[name] = ("", error_line(exc, 200))
+            continue
+        texts[name] = (data.decode("utf-8", errors="replace"), None)
+    outs = [n for n in texts if n.endswith(".out")]
+    if len(outs) > 1:  # a shared folder: keep the files of the raylet that names this node
+        mine = [n for n in outs if f"Node ID: {node_id}" in texts[n][0]]
+        suffixes = {n[:-4] for n in mine}
+        texts = {n: t for n, t in texts.items() if n[:-4] in suffixes}
+    signals, files, errors = {}, [], []
+    for name, (text, error) in sorted(texts.items()):
+        if error:
+            errors.append(f"{name}: {error}")
+            continue
+        files.append(name)
+        for key, found in probes.log_signals(text).items():
+            if key not in signals or found["count"] > signals[key]["count"]:
+                signals[key] = dict(found, file=name)
+    out = {"signals": signals, "files": files}
+    if errors:
+        out["errors"] = errors[:5]
+    return out
+
+
+def read_for_failed_probes(doc: dict, fleet, deadline: float) -> None:
+    """Add `ray_logs` to every probe failure whose node's raylet still answers."""
+    from rldoctor.cluster.logs import LogRoute
+    from rldoctor.cluster.private import http_auth_headers
+
+    url = (doc.get("cluster") or {}).get("dashboard_url")
+    targets = [n for n, f in fleet.failed.items() if f.get("raylet") == "answers"]
+    if not targets:
+        return
+    if not url:
+        for node_id in targets:
+            fleet.failed[node_id]["ray_logs"] = {"error": "no dashboard: its logs cannot be read"}
+        return
+    route = LogRoute(url, http_auth_headers(), timeout_s=min(3.0, max(0.5, deadline - time.monotonic())))
+    for node_id in targets:
+        fleet.failed[node_id]["ray_logs"] = raylet_signals(route, node_id, deadline)

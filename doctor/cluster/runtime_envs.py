@@ -1,0 +1,72 @@
+"""Jobs and tasks whose runtime_env could not be set up, from Ray's state API (RLD404).
+
+Actors that died of it are in the actor list (their death cause); the reason each node
+gave is in its runtime env agent's log, read by the probes (probes.ray_logs_here). Only a
+summary of each runtime_env is kept (pip and conda packages, working_dir): never its
+env_vars.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rldoctor.node import probes
+from rldoctor.cluster.actors import MAX_ROWS, _require_state_api
+
+JOB_ERROR = "RUNTIME_ENV_SETUP_FAILURE"
+TASK_ERROR = "RUNTIME_ENV_SETUP_FAILED"
+# Ray 2.60's message of a PENDING job with a runtime_env: "Job has not started yet. ... It may
+# be waiting for the runtime environment to be set up." (older Ray: "... the runtime_env ...")
+PENDING_WORDS = ("runtime environment", "runtime_env")
+MESSAGE_CHARS = 4000
+
+
+def _message(text) -> str:
+    text = str(text or "")
+    return text if len(text) <= MESSAGE_CHARS else "... " + text[-MESSAGE_CHARS:]
+
+
+def _summary(env) -> dict:
+    if isinstance(env, str):
+        try:
+            env = json.loads(env)
+        except ValueError:
+            env = {}
+    return probes.runtime_env_summary(env)
+
+
+def collect(conn, budget, cluster: dict | None) -> dict:
+    from ray.util.state import list_jobs, list_tasks
+
+    address = _require_state_api(cluster)
+    timeout = int(budget.left(10))
+    jobs = []
+    for job in list_jobs(address=address, detail=True, limit=1000, timeout=timeout,
+                         raise_on_missing_output=False):
+        get = job.get if isinstance(job, dict) else (lambda k, j=job: getattr(j, k, None))
+        status = str(getattr(get("status"), "value", get("status")) or "").rsplit(".", 1)[-1]
+        error = str(getattr(get("error_type"), "value", get("error_type")) or "")
+        message = str(get("message") or "")
+        if error != JOB_ERROR and not (status == "PENDING"
+                                       and any(w in message for w in PENDING_WORDS)):
+            continue
+        started = get("start_time")
+        jobs.append({"job_id": get("job_id"), "submission_id": get("submission_id"),
+                     "status": status, "error_type": error or None,
+                     "message": _message(message), "runtime_env": _summary(get("runtime_env")),
+                     "start_time": started, "end_time": get("end_time"),
+                     "pending_s": round(time.time() - started / 1000, 1)
+                     if status == "PENDING" and started else None})
+    tasks = []
+    for t in list_tasks(address=address, detail=True, limit=MAX_ROWS, timeout=timeout,
+                        raise_on_missing_output=False, filters=[("error_type", "=", TASK_ERROR)]):
+        if t.actor_id:  # an actor's calls fail with it; the actor itself is named (actors)
+            continue
+        info = t.runtime_env_info or {}
+        tasks.append({"task_id": t.task_id, "name": t.name, "job_id": t.job_id,
+                      "func_or_class_name": t.func_or_class_name, "node_id": t.node_id,
+                      "message": _message(t.error_message),
+                      "runtime_env": _summary(info.get("serialized_runtime_env")),
+                      "end_time_ms": t.end_time_ms})
+    return {"jobs": jobs, "tasks": tasks}

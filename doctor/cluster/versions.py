@@ -1,0 +1,21 @@
+"""Per-node facts from the probe fleet: versions and host memory.
+
+Fills two snapshot sections: `versions` (Ray, Python, RLlib, torch, gymnasium on
+the driver and every node) and `hosts` (memory, kernel OOM kills, Ray's memory
+monitor settings, object store placement, /dev/shm, the listening ports, and the disks,
+open-files limits and Ray's own log lines of probes.node_limits_here).
+"""
+
+from __future__ import annotations
+
+from rldoctor.node import probes
+
+
+def versions_section(fleet) -> dict:
+    return {"driver": probes.versions_here(),
+            "nodes": {nid: f["versions"] for nid, f in fleet.facts.items()},
+            "failed": dict(fleet.failed)}
+
+
+def hosts_section(fleet) -> dict:
+    return {nid: f["host"] for nid, f in fleet.facts.items()}
