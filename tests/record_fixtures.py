@@ -300,13 +300,25 @@ def record_workers_not_starting() -> None:
                 driver.wait()
 
 
+def record_autoscaler() -> None:
+    """autoscaler-blocked-v1: the v1 cluster of tests/test_e2e_autoscaler.py (cpu_worker 1 CPU
+    max 2, quota_worker whose launches fail with a quota error, ghost_worker whose nodes never
+    start, max_workers 4), with 2 learners running, 2 more waiting at max_workers, a GPU learner
+    no type fits, actors for the failing and the ghost type, and a request_resources() for a
+    resource no type has."""
+    from test_e2e_autoscaler import Scenario
+
+    with Scenario(v2=False) as scenario:
+        collect(scenario.cluster, "autoscaler-blocked-v1")
+
+
 SCENARIOS = {"three-node": record_three_node_scenarios, "version-mismatch": record_version_mismatch,
              "worker-faults": record_worker_faults, "memory-pressure": record_memory_pressure,
              "network-delayed": record_network_delayed, "trainings": record_trainings,
              "training-hung-ray240": record_training_hung_ray240,
              "runs": record_runs, "auth-off-exposed": record_auth_off_exposed,
              "ports-closed": record_ports_closed, "node-faults": record_node_faults,
-             "workers-not-starting": record_workers_not_starting}
+             "workers-not-starting": record_workers_not_starting, "autoscaler": record_autoscaler}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(SCENARIOS):

@@ -126,8 +126,11 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
         "modes.append(private.auth_mode_in_effect())\n"
         "os.environ['RAY_AUTH_MODE'] = 'token'; private.refresh_auth_config()\n"
         "modes.append(private.auth_mode_in_effect())\n"
+        "scaler = private.autoscaler_state(ray.get_runtime_context().gcs_address, 5)\n"
+        "scaler = {'flag': repr(scaler['v2_flag']), 'v1': sorted(scaler['v1']), "
+        "'nodes': len(scaler['cluster_status']['cluster_resource_state']['node_states'])}\n"
         "print('=>', json.dumps({'per_node': per_node, 'demands': demands, 'stats': stats, "
-        "'modes': modes}))\n"))
+        "'modes': modes, 'scaler': scaler}))\n"))
     found = json.loads(out.strip())
     assert found["modes"] == ["token", "disabled", "token"]  # refresh_auth_config takes effect
     assert set(found["stats"]) == {n.node_id for n in cluster3.nodes}
@@ -137,6 +140,10 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
     assert set(found["per_node"]) == {n.node_id for n in cluster3.nodes}
     assert all(v["CPU"] == 1.0 for v in found["per_node"].values())
     assert set(found["demands"]) >= {"task_actor", "placement_groups"}
+    # the autoscaler's state: the v2 flag the GCS wrote (no autoscaler here: v1's default),
+    # v1's keys, and the cluster status reply with every node's state
+    assert found["scaler"] == {"flag": "b'0'", "v1": ["error", "request_resources", "status"],
+                               "nodes": 3}, found["scaler"]
     env = cluster3.client_env()
     code = ("from rldoctor.cluster.private import resolve_local_address\n"
             "print(resolve_local_address('auto'))\n")

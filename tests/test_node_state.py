@@ -111,7 +111,7 @@ def test_a_probe_that_answered_with_an_error_leaves_the_node_alive():
 def test_a_nodes_row_names_its_raylets_socket_the_stem_of_its_raylet_logs():
     """Nodes sharing one log folder write raylet.out, raylet.1.out, ... named like their
     raylet's socket: the row keeps that name, so a node's own raylet lines are read (RLD106)."""
-    from rldoctor.collect.nodes import rows
+    from rldoctor.cluster.nodes import rows
 
     table = [{"NodeID": "ab" * 28, "Alive": True, "NodeManagerAddress": "10.0.0.2",
               "RayletSocketName": "/tmp/ray/session_x/sockets/raylet.2", "Resources": {}},

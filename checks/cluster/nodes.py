@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rldoctor.checks import _autoscaling as scaling
 from rldoctor.checks._reach import explains_silence
 from rldoctor.checks._resources import add, fits, missing, show
 from rldoctor import node_state
@@ -285,6 +286,15 @@ _DEMAND_FIX_PENDING = (
 )
 
 
+_DEMAND_FIX_SCALING = (
+    "A node type of the autoscaler fits this demand; whether it starts depends on the "
+    "autoscaler adding that node: RLD108 names what stops it (max_workers, failing launches, "
+    "nodes that never join). `ray status -v` on the head shows the autoscaler's view."
+)
+_SCALER_WILL = (scaling.WILL_SCALE,)
+_SCALER_CANNOT = (scaling.AT_MAX, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS)
+
+
 def _actors_for(shape, pending_actors):
     return [a for a in pending_actors if (a.get("required_resources") or {}) == shape]
 
@@ -328,13 +338,36 @@ def unschedulable_demand(snap, params):
                     "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
                                for a in actors[:10]],
                     "largest_node": largest}
-        if not any(fits(shape, offer) for offer in offers):
+        verdict = scaling.judge(snap, [shape])
+        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
+                                  "detail": verdict.detail}
+        if not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_WILL:
+            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has yet: "
+                       f"{verdict.detail}, so the autoscaler is expected to start it", evidence,
+                       _DEMAND_FIX_SCALING)
+        elif not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_CANNOT:
+            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has; node "
+                       f"type {', '.join(verdict.node_types)} fits it but {verdict.detail}: it "
+                       "waits until that is fixed (RLD108)", evidence, _DEMAND_FIX_SCALING)
+        elif not any(fits(shape, offer) for offer in offers):
             short = missing(shape, largest)
             first = sorted(short)[0] if short else "resource"
             yield fail(subject,
                        f"{who} requests {{{show(shape)}}}, which no alive node has "
                        f"(short of {show(short)} on the largest node): infeasible, it will never start",
                        evidence, _DEMAND_FIX_INFEASIBLE.format(name=first))
+        elif verdict.cause == scaling.AT_MAX:
+            yield warn(subject, f"{who} requesting {{{show(shape)}}} wait and will not start until "
+                       f"running work frees it: {verdict.detail}, so no node will be added (RLD108)",
+                       evidence, _DEMAND_FIX_SCALING)
+        elif verdict.cause in _SCALER_WILL:
+            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources; "
+                       f"{verdict.detail}, so the autoscaler is expected to start them", evidence,
+                       _DEMAND_FIX_PENDING)
+        elif verdict.cause in _SCALER_CANNOT:
+            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources, "
+                       f"and no node will be added: {verdict.detail} (RLD108)", evidence,
+                       _DEMAND_FIX_SCALING)
         else:
             yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources",
                        evidence, _DEMAND_FIX_PENDING)
@@ -353,11 +386,23 @@ def unschedulable_demand(snap, params):
                         and fits(add(bundles), add(offers)))
         evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
                     "state": pg.get("state"), "largest_node": largest}
-        if not feasible:
+        verdict = scaling.judge(snap, bundles, strategy)
+        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
+                                  "detail": verdict.detail}
+        if not feasible and verdict.cause in _SCALER_WILL + _SCALER_CANNOT:
+            yield warn(subject, f"{name} cannot be placed on the nodes alive now; "
+                       + (f"{verdict.detail}, so the autoscaler is expected to place it"
+                          if verdict.cause in _SCALER_WILL else
+                          f"a node type fits it but {verdict.detail}: it waits until that is fixed (RLD108)"),
+                       evidence, _DEMAND_FIX_SCALING)
+        elif not feasible:
             shown = ", ".join("{" + show(b) + "}" for b in bundles)
             yield fail(subject, f"{name} needs bundles [{shown}] that the cluster cannot place "
                        f"(largest node: {{{show(largest)}}}): infeasible, it will never be created",
                        evidence, _PG_FIX_INFEASIBLE)
+        elif verdict.cause in _SCALER_CANNOT:
+            yield warn(subject, f"{name} is pending, and no node will be added for it: "
+                       f"{verdict.detail} (RLD108)", evidence, _DEMAND_FIX_SCALING)
         else:
             yield warn(subject, f"{name} is pending until resources free up", evidence,
                        _DEMAND_FIX_PENDING)

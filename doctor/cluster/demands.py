@@ -8,8 +8,21 @@ from rldoctor.cluster.private import resource_demands
 MAX_PENDING_ACTORS = 1000
 
 
+def v1_request_resources_demand(gcs_address: str, timeout_s: float) -> list[dict]:
+    """request_resources() under autoscaler v1: a KV key, not the GCS constraint v2 reads."""
+    from rldoctor.cluster.autoscaler import v1_request_resources
+    from rldoctor.cluster.private import AUTOSCALER_V1_KEYS, gcs_kv_get
+
+    raw = gcs_kv_get(gcs_address, AUTOSCALER_V1_KEYS["request_resources"], None, timeout_s)
+    return [{**entry, "source": "request_resources (autoscaler v1: KV autoscaler_resource_request)"}
+            for entry in v1_request_resources(raw)]
+
+
 def collect(conn, budget, cluster: dict | None = None) -> dict:
     demands = resource_demands(conn.gcs_address, budget.left(5))
+    for entry in demands["cluster_constraints"]:
+        entry.setdefault("source", "request_resources (autoscaler v2: a GCS cluster constraint)")
+    demands["cluster_constraints"] += v1_request_resources_demand(conn.gcs_address, budget.left(2))
     demands["pending_actors"] = []
     address = state_api_address(cluster)
     if demands["task_actor"] and address:

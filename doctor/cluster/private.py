@@ -219,3 +219,68 @@ def dashboard_address(gcs_address: str, timeout_s: float) -> str | None:
     raw = gcs_kv_get(gcs_address, DASHBOARD_ADDRESS.encode(), KV_NAMESPACE_DASHBOARD, timeout_s)
     return raw.decode() if raw else None
 
+
+
+# -- the autoscaler's own state (rldoctor.cluster.autoscaler) -------------------------------
+
+# Where Ray keeps it: the v2 flag (namespace __autoscaler), v1's status JSON and its error text,
+# and v1's request_resources() bundles (default namespace), as ray/_private/ray_constants.py
+# and ray/autoscaler/_private/commands.py name them (2.40 to 2.60).
+AUTOSCALER_V2_FLAG = (b"__autoscaler_v2_enabled", b"__autoscaler")
+AUTOSCALER_V1_KEYS = {"status": b"__autoscaling_status", "error": b"__autoscaling_error",
+                      "request_resources": b"autoscaler_resource_request"}
+
+
+def autoscaler_state(gcs_address: str, timeout_s: float) -> dict[str, Any]:
+    """What the GCS holds about the autoscaler, read with one GCS client and no driver:
+    {"v2_flag": b"1"/b"0"/None, "v1": {status, error, request_resources: bytes or None},
+    "cluster_status": the raw GetClusterStatusReply as a dict (protobuf field names), or
+    "cluster_status_error"}. The reply is parsed here, not through Ray's SDK, which drops the
+    infeasible requests (ray/autoscaler/v2/schema.py)."""
+    from ray._raylet import GcsClient
+
+    client = GcsClient(address=gcs_address)
+    out: dict[str, Any] = {"v2_flag": client.internal_kv_get(
+        AUTOSCALER_V2_FLAG[0], AUTOSCALER_V2_FLAG[1], timeout=timeout_s)}
+    out["v1"] = {name: client.internal_kv_get(key, None, timeout=timeout_s)
+                 for name, key in AUTOSCALER_V1_KEYS.items()}
+    try:
+        from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
+
+        reply = GetClusterStatusReply()
+        reply.ParseFromString(client.get_cluster_status(timeout_s=max(1, int(timeout_s))))
+        out["cluster_status"] = message_dict(reply)
+    except Exception as exc:  # an older GCS without the call: v1's JSON still says a lot
+        out["cluster_status_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return out
+
+
+def message_dict(message) -> dict[str, Any]:
+    """A protobuf message as a dict of its set fields (field names as in the .proto; bytes as
+    hex, enums by name, maps as dicts), with the message's own API only."""
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        out[field.name] = _field_value(field, value)
+    return out
+
+
+def _field_value(field, value):
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        value_field = field.message_type.fields_by_name["value"]
+        return {k: _scalar(value_field, v) for k, v in value.items()}
+    repeated = getattr(field, "is_repeated", None)  # newer protobuf; `label` before
+    if repeated is None:
+        repeated = field.label == 3  # LABEL_REPEATED
+    if repeated:
+        return [_scalar(field, v) for v in value]
+    return _scalar(field, value)
+
+
+def _scalar(field, value):
+    if field.message_type is not None:
+        return message_dict(value)
+    if field.enum_type is not None:
+        return field.enum_type.values_by_number[value].name if value in field.enum_type.values_by_number else value
+    if isinstance(value, bytes):
+        return value.hex()
+    return value

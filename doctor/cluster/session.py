@@ -277,7 +277,7 @@ class LiveSession:
         return doc
 
     def _collect(self, doc: dict, budget: Budget, timing: dict, extras) -> None:
-        from rldoctor.cluster import nodes, objectstore
+        from rldoctor.cluster import autoscaler, nodes, objectstore
         from rldoctor.cluster import cluster_facts
         from rldoctor.cluster.control_plane import PING_DEADLINE_S, RayletPings
 
@@ -302,6 +302,7 @@ class LiveSession:
         from rldoctor.cluster.jobs import add_actor_end_times
 
         add_actor_end_times(doc)
+        _run_section(doc, "autoscaler", lambda: autoscaler.collect(conn, budget, fleet, doc.get("nodes")))
         _run_section(doc, "training", lambda: _trainings(doc, sources, fleet, budget))
         doc["control_plane"] = _control_plane(doc, pings)
         doc["collectors"]["control_plane"] = {"status": "ok"}

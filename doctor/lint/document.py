@@ -82,6 +82,7 @@ def _cluster(data: dict) -> dict:
 
 
 def _yaml_file(source: inputs.Source) -> dict:
+    from rldoctor.lint import kuberay
     from rldoctor.lint.cluster_yaml import looks_like_cluster_config
 
     record: dict[str, Any] = {"path": source.path, "kind": "yaml", "status": "ok", "yaml": []}
@@ -96,6 +97,9 @@ def _yaml_file(source: inputs.Source) -> dict:
         if looks_like_cluster_config(doc.data):
             entry["role"] = "cluster"
             entry["cluster"] = _cluster(doc.data)
+        elif kuberay.looks_like_kuberay(doc.data):  # a RayCluster / RayJob manifest
+            entry["role"] = "kuberay"
+            entry["kuberay"] = kuberay.derive(doc.data)
         elif isinstance(doc.data, dict):
             experiments = _experiments(doc.data, doc.locations)
             if experiments:

@@ -122,6 +122,12 @@ def _sum(rows: list[dict], key: str):
     return round(sum(values), 4) if values else None
 
 
+def autoscaler_summary(snap):
+    from rldoctor.report.autoscaler import summarize
+
+    return summarize(snap)
+
+
 def build(snap, findings=(), zone_label: str | None = None) -> dict:
     """The overview of the cluster in `snap`; `findings` name the nodes they are about."""
     label = zone_label or DEFAULT_ZONE_LABEL
@@ -149,6 +155,7 @@ def build(snap, findings=(), zone_label: str | None = None) -> dict:
                         else (snap.get("cluster") or {}).get("ray_version")),
         "versions_differ": differing,
         "not_collected": _not_collected(snap),
+        "autoscaler": autoscaler_summary(snap),
         "rows": rows,
     }
 

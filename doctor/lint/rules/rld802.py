@@ -35,18 +35,21 @@ def invalid_cluster_config(snap, params):
         `max_workers` equal to the number of `worker_ips` on premise.
     """
     from rldoctor.lint.rules._cluster_config import cluster_problems, where
+    from rldoctor.lint.rules._kuberay import kuberay_problems
 
     version = ray_version(snap)
     found = []
     for record in lint_files(snap, ("yaml",)):
         for doc in record.get("yaml") or []:
-            if doc.get("role") != "cluster":
+            if doc.get("role") not in ("cluster", "kuberay"):
                 continue
             cluster = doc.get("cluster") or {}
             if cluster.get("ray_error"):
                 raise RuntimeError(f"{record['path']}: {cluster['ray_error']}")
             client = cluster.get("ray_version") or version
-            for problem in cluster_problems(doc, client):
+            problems = kuberay_problems(doc, client) if doc["role"] == "kuberay" else \
+                cluster_problems(doc, client)
+            for problem in problems:
                 line, column = where(doc, problem.pointer)
                 if "line" in problem.evidence and "column" in problem.evidence:
                     line, column = problem.evidence["line"], problem.evidence["column"]

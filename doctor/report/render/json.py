@@ -26,6 +26,8 @@ def report_document(report: Report) -> dict:
         doc["training"] = report.training
     if report.cluster is not None:
         doc["cluster"] = report.cluster
+        if report.cluster.get("autoscaler") is not None:
+            doc["autoscaler"] = report.cluster["autoscaler"]
     if report.timeline is not None:
         doc["timeline"] = [{k: e.get(k) for k in ("time", "epoch", "age", "kind", "subject", "message")}
                            for e in report.timeline]

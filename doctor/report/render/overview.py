@@ -94,6 +94,16 @@ def columns(ov: dict, rows: list[dict]) -> tuple[list[str], list[list[str]]]:
 LOGS_PREFIX = "not in a cluster's logs"  # rldoctor.inputs.logdir.build.NOT_FROM_LOGS
 
 
+def autoscaler_lines(ov: dict, indent: str) -> list[str]:
+    import textwrap
+
+    from rldoctor.report.autoscaler import line
+
+    text = line(ov.get("autoscaler"))
+    return textwrap.wrap(text, width=100, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False) if text else []
+
+
 def footer(ov: dict) -> list[str]:
     lines = []
     folded = folded_summary(ov)
@@ -122,7 +132,7 @@ def table_lines(ov: dict) -> list[str]:
         headers, table = columns(ov, rows)
         out += ["  " + line for line in tabulate(table, headers=headers, tablefmt="simple",
                                                  disable_numparse=True).splitlines()]
-    return out + ["  " + line for line in footer(ov)]
+    return out + ["  " + line for line in footer(ov)] + autoscaler_lines(ov, "  ")
 
 
 def markdown_lines(ov: dict, cell) -> list[str]:
@@ -133,4 +143,4 @@ def markdown_lines(ov: dict, cell) -> list[str]:
         out += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         out += ["| " + " | ".join(cell(c) for c in line) + " |" for line in table]
         out.append("")
-    return out + [cell(line) + "  " for line in footer(ov)]
+    return out + [cell(line) + "  " for line in footer(ov) + autoscaler_lines(ov, "")]

@@ -1,0 +1,314 @@
+"""Clusters that grow and shrink, the autoscaler: RLD108, RLD109.
+
+Area `cluster`. Both read the `autoscaler` section (rldoctor.cluster.autoscaler): which
+autoscaler runs, its node types with min/max/current, its launches and failures, idle nodes.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rldoctor.checks import _autoscaling as scaling
+from rldoctor.checks._resources import show
+from rldoctor.checks._rllib import rllib_role
+from rldoctor.registry import check, fail, info, warn
+
+_FIXES = {
+    scaling.NO_TYPE_FITS: (
+        "Add a node type that offers the resource (`available_node_types` in the cluster YAML; a "
+        "worker group in the RayCluster CR with `rayStartParams` num-gpus or resources), or ask "
+        "for less: `num_gpus_per_learner`, `num_cpus_per_env_runner`, custom resource names "
+        "(a typo is a resource no node will ever have)."),
+    scaling.AT_MAX: (
+        "Raise `max_workers` of the node type (KubeRay: `maxReplicas` of the worker group) or the "
+        "cluster's `max_workers`, or ask for less (`num_env_runners`, `num_learners`). Until "
+        "then the demand starts only when running work ends: Ray does not queue it anywhere "
+        "the autoscaler would act on."),
+    scaling.LAUNCH_FAILS: (
+        "The cloud refuses the node: read the provider's reason above (a quota: request more "
+        "or use another region / instance type; capacity: add another node type or zone "
+        "the autoscaler can fall back to). `ray status -v` on the head shows the same reason "
+        "under Recent failures."),
+    scaling.NEVER_JOINS: (
+        "The machine came up but its Ray never registered with the head: read the node's "
+        "startup output (KubeRay: `kubectl logs <pod>`; `ray up`: the autoscaler's monitor.log "
+        "on the head) for 'Version mismatch' (the image runs another Ray or Python than the "
+        "head), a GCS address it cannot reach (firewall, security group, the head's port), or "
+        "`ray start` failing."),
+    scaling.NO_AUTOSCALER: (
+        "Nothing adds nodes to this cluster: start nodes by hand (`ray start --address HEAD`), "
+        "start the head with an autoscaling config (`ray up`, KubeRay `enableInTreeAutoscaling: "
+        "true`), or ask for what the cluster has."),
+}
+_REQUEST_FIX = (
+    "request_resources() stays in force until it is called again: call "
+    "`ray.autoscaler.sdk.request_resources()` with no arguments (or num_cpus=0) to clear it. "
+    "While it is in force the autoscaler keeps the nodes it needs up, even idle.")
+_SEVERITY = {scaling.NO_TYPE_FITS: fail, scaling.LAUNCH_FAILS: fail, scaling.NEVER_JOINS: fail,
+             scaling.AT_MAX: warn, scaling.NO_AUTOSCALER: info}
+_WHAT = {scaling.NO_TYPE_FITS: "no node type can fit it",
+         scaling.AT_MAX: "the autoscaler will not add nodes",
+         scaling.LAUNCH_FAILS: "the autoscaler's launches fail",
+         scaling.NEVER_JOINS: "nodes were launched but never joined",
+         scaling.NO_AUTOSCALER: "no autoscaler runs on this cluster"}
+
+
+def _when(ts, now: float) -> str:
+    try:
+        ago = max(0.0, now - float(ts))
+    except (TypeError, ValueError):
+        return ""
+    stamp = time.strftime("%H:%M:%S UTC", time.gmtime(float(ts)))
+    return f"since {stamp} ({ago:.0f} s ago)"
+
+
+def waiting_demands(snap) -> list[dict]:
+    """Every demand that waits: {kind, label, shapes, strategy, count, whose, subject, evidence}."""
+    demands = snap["demands"]
+    pending = demands.get("pending_actors") or []
+    out = []
+    for demand in demands.get("task_actor") or []:
+        shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
+        actors = [a for a in pending if (a.get("required_resources") or {}) == shape]
+        who = scaling.whose(actors) or "tasks/actors"
+        out.append({"kind": "task_actor", "shapes": [shape], "strategy": None,
+                    "count": demand.get("count", 1), "whose": who,
+                    "label": f"{demand.get('count', 1)} x {{{show(shape)}}} ({who})",
+                    "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
+                               for a in actors[:10]]})
+    for pg in demands.get("placement_groups") or []:
+        bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
+        name = pg.get("name") or (pg.get("pg_id") or "")[:12]
+        shown = ", ".join("{" + show(b) + "}" for b in bundles)
+        out.append({"kind": "placement_group", "shapes": bundles, "strategy": pg.get("strategy"),
+                    "count": 1, "whose": f"placement group {name}",
+                    "label": f"placement group {name} ({pg.get('strategy')}: [{shown}])",
+                    "pg_id": pg.get("pg_id")})
+    for constraint in demands.get("cluster_constraints") or []:
+        shape = {k: float(v) for k, v in (constraint.get("shape") or {}).items()}
+        out.append({"kind": "request_resources", "shapes": [shape], "strategy": None,
+                    "count": constraint.get("count", 1), "whose": "a request_resources() constraint",
+                    "label": f"request_resources() {constraint.get('count', 1)} x {{{show(shape)}}}",
+                    "source": constraint.get("source")})
+    return out
+
+
+@check("RLD108", "scale-up-blocked", area="cluster", requires=("autoscaler", "demands", "nodes"))
+def scale_up_blocked(snap, params):
+    """Demand that waits while the autoscaler will not or cannot meet it, one finding per cause.
+
+    Symptom:
+        A training waits ("Waiting for resources", Tune's trial PENDING, env runners or
+        learners PENDING_CREATION) and no node comes; `ray status` shows the demand under
+        Pending Demands, maybe "Failed to launch N node(s) of type T" or nothing at all.
+
+    Cause:
+        The autoscaler cannot or will not add the node the demand needs: no node type offers
+        the shape (which resource is short is named), the node type or the cluster is at
+        `max_workers`, the cloud refuses the launches (a quota, no capacity: the provider's own
+        reason, how often, since when), nodes were launched but their Ray never joined the
+        head (another Ray version, a GCS they cannot reach), no autoscaler runs at all, or a
+        `request_resources()` left behind asks for nodes that never come or keeps nodes up.
+
+    Fix:
+        Per cause: add or fix the node type, raise `max_workers` / `maxReplicas`, fix the
+        quota or the provider, make the node's image run the head's Ray and reach its GCS,
+        or clear request_resources() with `request_resources()` (no arguments). Each finding
+        names the demand (its shape and count, and whose it is) and the node types.
+    """
+    scaler = snap["autoscaler"]
+    now = scaling.snapshot_time(snap)
+    groups: dict[tuple, dict] = {}
+    for demand in waiting_demands(snap):
+        verdict = scaling.judge(snap, demand["shapes"], demand["strategy"])
+        if demand["kind"] == "request_resources":
+            continue  # judged below, with what it keeps up
+        if verdict.cause not in _SEVERITY:
+            continue
+        key = (verdict.cause, tuple(verdict.node_types) if verdict.cause != scaling.NO_TYPE_FITS else ())
+        group = groups.setdefault(key, {"verdict": verdict, "demands": [], "details": []})
+        group["demands"].append(demand)
+        group["details"].append(verdict.detail)
+    for (cause, types), group in sorted(groups.items()):
+        verdict = group["verdict"]
+        labels = "; ".join(d["label"] + (f": {detail}" if cause == scaling.NO_TYPE_FITS else "")
+                           for d, detail in zip(group["demands"], group["details"]))
+        evidence = {"cause": cause, "node_types": list(verdict.node_types),
+                    "demands": [{k: v for k, v in d.items() if k != "label"} for d in group["demands"]],
+                    **verdict.evidence, "autoscaler": scaler.get("version")}
+        if cause == scaling.NO_TYPE_FITS:
+            message = (f"{labels}; node types: {', '.join(verdict.node_types)}: {_WHAT[cause]}, "
+                       "it waits forever")
+            subject = "autoscaler"
+        elif cause == scaling.LAUNCH_FAILS:
+            parts = []
+            for f in verdict.evidence.get("failures") or []:
+                count = f.get("count")
+                parts.append(f"{f['node_type']}: \"{f.get('reason') or 'no reason recorded'}\""
+                             + (f", {count} time(s)" if count else "")
+                             + (f" {_when(f.get('since'), now)}" if f.get("since") else ""))
+            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+            subject = f"node_type:{verdict.node_types[0]}"
+        elif cause == scaling.NEVER_JOINS:
+            parts = []
+            for name, ghost in (verdict.evidence.get("never_joined") or {}).items():
+                bits = [f"{ghost.get('count')} launched, not in the cluster"] if ghost.get("count") else []
+                if ghost.get("waited_s") is not None:
+                    bits.append(f"for {ghost['waited_s']:.0f} s")
+                if ghost.get("removed_for_no_contact"):
+                    bits.append(f"{ghost['removed_for_no_contact']} removed by the autoscaler "
+                                "for \"lost contact with raylet\" (and launched again)")
+                if ghost.get("details"):
+                    bits.append(f"the autoscaler says: {ghost['details']}")
+                parts.append(f"{name}: {', '.join(bits)}")
+            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+            subject = f"node_type:{verdict.node_types[0]}"
+        elif cause == scaling.AT_MAX:
+            message = f"{labels} wait(s) and {_WHAT[cause]}: {verdict.detail}"
+            subject = f"node_type:{verdict.node_types[0]}" if len(verdict.node_types) == 1 else "autoscaler"
+        else:
+            message = f"{labels} wait(s) and {_WHAT[cause]}: nothing will add a node for it"
+            subject = "autoscaler"
+        yield _SEVERITY[cause](subject, message, evidence, _FIXES[cause])
+    for demand in waiting_demands(snap):
+        if demand["kind"] != "request_resources":
+            continue
+        verdict = scaling.judge(snap, demand["shapes"])
+        evidence = {"cause": "request-resources", "constraint": demand, "verdict": verdict.cause,
+                    "node_types": verdict.node_types, "source": demand.get("source")}
+        if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
+                             scaling.AT_MAX):
+            yield warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
+                       f"never come: {verdict.detail} ({demand.get('source') or 'request_resources'})",
+                       evidence, _REQUEST_FIX)
+        elif verdict.cause != scaling.NO_AUTOSCALER:
+            yield info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
+                       f"nodes up for it even when they are idle, until it is cleared "
+                       f"({demand.get('source') or 'request_resources'})", evidence, _REQUEST_FIX)
+
+
+_REMOVED_FIX = (
+    "Keep the nodes a training runs on out of idle scale-down: raise `idle_timeout_minutes` "
+    "(KubeRay `idleTimeoutSeconds`) above the training's longest pause (evaluation, "
+    "checkpointing, a learner update), give the env runners a CPU (`num_cpus_per_env_runner`, "
+    "so their nodes count as busy), or keep `min_workers` nodes of the type; for preemptible "
+    "nodes keep `restart_failed_env_runners=True` and checkpoint often. Ray's own record: "
+    "`ray list nodes --detail` (death reason), the autoscaler's 'Removing N nodes of type T "
+    "(idle)' events.")
+_REMOVAL_REASONS = {"AUTOSCALER_DRAIN_IDLE": "terminated by the autoscaler as idle",
+                    "AUTOSCALER_DRAIN_PREEMPTED": "preempted (drained by the provider)"}
+
+
+def _training_actors(snap) -> list[tuple[dict, dict]]:
+    """(training, member) for every env runner, learner and algorithm actor of a training."""
+    out = []
+    for training in ((snap.get("training") or {}).get("trainings") or []):
+        members = (training.get("runners") or []) + (training.get("learners") or [])
+        if training.get("algorithm_actor"):
+            members.append(training["algorithm_actor"])
+        out += [(training, member) for member in members]
+    return out
+
+
+def _how_taken(training: dict, lost: list[dict]) -> str:
+    alive = training.get("runners_alive", 0)
+    configured = training.get("runners_configured") or 0
+    job = (training.get("job") or {}).get("status")
+    if job in ("FAILED", "STOPPED"):
+        return f"the training's job is {job}"
+    restarted = [m for m in lost if m.get("state") in ("ALIVE", "RESTARTING") and m.get("num_restarts")]
+    if restarted:
+        return f"{len(restarted)} restarted elsewhere; {alive}/{configured} env runner(s) alive"
+    if alive < configured:
+        return f"it runs with fewer env runners: {alive}/{configured} alive"
+    return f"{alive}/{configured} env runner(s) alive now"
+
+
+@check("RLD109", "nodes-removed-under-training", area="cluster", requires=("autoscaler", "nodes"))
+def nodes_removed_under_training(snap, params):
+    """Nodes the autoscaler removed as idle (or that were preempted) while a training ran there.
+
+    Symptom:
+        Env runners die with `ActorDiedError` "The actor died because its node has died ...
+        Termination of node that's idle for N seconds", although nothing crashed; the
+        training restarts runners, runs with fewer, or fails; nodes come and go.
+
+    Cause:
+        The autoscaler counts a node idle when nothing is leased on it (before Ray 2.60 v1:
+        when no resource is in use, so a node with only 0-CPU env runners is idle) and
+        removes it after `idle_timeout_minutes` (KubeRay `idleTimeoutSeconds`, 60 s by
+        default); spot nodes are preempted. A training's actors on such a node die with it.
+
+    Fix:
+        Raise the idle timeout above the training's pauses, give env runners a CPU, keep
+        `min_workers` nodes, and for preemptible nodes keep RLlib's restarts on and
+        checkpoint often. The finding names the node, its reason, the actors lost and how
+        the training took it; before it happens, training actors on a node the autoscaler
+        counts idle.
+    """
+    scaler = snap["autoscaler"]
+    dead = {n["node_id"]: n for n in snap.nodes if not n.get("alive")
+            and n.get("death_reason") in _REMOVAL_REASONS}
+    members = _training_actors(snap)
+    by_node: dict[str, list] = {}
+    for training, member in members:
+        if member and member.get("node_id") in dead:
+            by_node.setdefault(member["node_id"], []).append((training, member))
+    # Actors whose death cause names a removed node (the training section keeps the current
+    # node only; a restarted actor's old node is in its death cause).
+    for actor in ((snap.get("actors") or {}).get("items") or []):
+        message = ((actor.get("death_cause") or {}).get("message") or "")
+        for node_id in dead:
+            if node_id in message and rllib_role(actor.get("class_name")):
+                training = next((t for t, m in members if m and m.get("actor_id") == actor["actor_id"]), {})
+                if not any(m.get("actor_id") == actor["actor_id"] for _, m in by_node.get(node_id, [])):
+                    by_node.setdefault(node_id, []).append((training, {**actor, "role": rllib_role(actor.get("class_name"))}))
+    for node_id, lost in sorted(by_node.items()):
+        node = dead[node_id]
+        reason = node.get("death_reason")
+        trainings = {t.get("id"): t for t, _ in lost if t}
+        runners = [m for _, m in lost if m.get("role") == "env runner"]
+        others = [m for _, m in lost if m.get("role") != "env runner"]
+        took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
+                         for tid, t in trainings.items()) or "no training of it is running now"
+        what = f"{len(runners)} env runner(s)" + (f" and {len(others)} other RLlib actor(s)" if others else "")
+        severity = fail if any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values()) else warn
+        yield severity(
+            f"node:{node_id}",
+            f"node {node_id[:12]} ({node.get('ip')}) was {_REMOVAL_REASONS[reason]} while a "
+            f"training ran there: {what} lost with it "
+            f"({', '.join(sorted({m.get('class_name') or '?' for _, m in lost}))}); {took}"
+            + (f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
+            {"node_id": node_id, "ip": node.get("ip"), "death_reason": reason,
+             "death_message": node.get("death_message"),
+             "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
+                      for _, m in lost],
+             "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
+            _REMOVED_FIX)
+    if not scaler.get("running"):
+        return
+    # Before it happens: training actors on a node the autoscaler counts idle.
+    timeout_s = None
+    config = scaler.get("config") or {}
+    if config.get("idle_timeout_minutes") is not None:
+        timeout_s = float(config["idle_timeout_minutes"]) * 60
+    idle = {s["node_id"]: s for s in scaler.get("idle_nodes") or [] if s.get("node_id")}
+    seen = set()
+    for training, member in members:
+        node_id = (member or {}).get("node_id")
+        if node_id not in idle or member.get("state") != "ALIVE" or (training.get("id"), node_id) in seen:
+            continue
+        seen.add((training.get("id"), node_id))
+        state = idle[node_id]
+        on_node = [m for t, m in members if t is training and m and m.get("node_id") == node_id]
+        yield warn(
+            f"node:{node_id}",
+            f"{training.get('subject')}'s {len(on_node)} actor(s) "
+            f"({', '.join(sorted({m.get('class_name') or '?' for m in on_node}))}) run on node "
+            f"{node_id[:12]} ({state.get('ip')}, type {state.get('node_type') or '?'}), which the "
+            f"autoscaler counts idle for {state.get('idle_s', 0):.0f} s"
+            + (f" of its {timeout_s:.0f} s idle timeout: it will be removed with them"
+               if timeout_s is not None else ""),
+            {"node_id": node_id, "idle_s": state.get("idle_s"), "idle_timeout_s": timeout_s,
+             "node_type": state.get("node_type"), "activity": state.get("activity"),
+             "actors": [m.get("actor_id") for m in on_node]}, _REMOVED_FIX)

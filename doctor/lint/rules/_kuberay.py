@@ -1,0 +1,131 @@
+"""RLD802 on KubeRay RayCluster / RayJob manifests: the same rules as for `ray up` YAML, on the
+autoscaling config Ray derives from the CR (rldoctor.lint.kuberay), plus what only a CR can
+get wrong. Pure: reads the lint section's facts."""
+
+from __future__ import annotations
+
+import re
+
+from rldoctor.lint.rules._cluster_config import Problem, cluster_problems
+
+KUBERAY_IDLE_DEFAULT_S = 60  # Ray's derivation: idle_timeout_minutes 1.0 without idleTimeoutSeconds
+_UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20,
+          "Gi": 2**30, "Ti": 2**40, "m": 1e-3}
+
+
+def quantity(value) -> float | None:
+    """A Kubernetes quantity ("500m", "5Gi", 2) as a number; None when unreadable."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", str(value).strip('"\''))
+    if not m or m.group(2) not in _UNITS:
+        return None
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _groups(data: dict, base: str) -> list[tuple[str, str, dict]]:
+    """[(name, pointer, group spec)] for the head group and each worker group."""
+    spec = data
+    for part in base.strip("/").split("/"):
+        spec = (spec or {}).get(part) or {}
+    out = [("headgroup", f"{base}/headGroupSpec", spec.get("headGroupSpec") or {})]
+    for i, group in enumerate(spec.get("workerGroupSpecs") or []):
+        out.append((group.get("groupName") or f"group {i}", f"{base}/workerGroupSpecs/{i}", group or {}))
+    return out
+
+
+def _ray_container(group: dict) -> dict:
+    containers = (((group.get("template") or {}).get("spec") or {}).get("containers") or [])
+    return containers[0] if containers and isinstance(containers[0], dict) else {}
+
+
+def _limits(container: dict) -> dict:
+    resources = container.get("resources") or {}
+    return {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+
+
+def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
+    data = doc["data"]
+    facts = doc.get("kuberay") or {}
+    base = facts.get("base") or "/spec"
+    if facts.get("error"):
+        return [Problem("fail", base, f"KubeRay's autoscaler cannot read this {data.get('kind')}: Ray's "
+                        f"own derivation of the autoscaling config from it fails ({facts['error']})",
+                        "fix the cluster spec so the autoscaler sidecar can start", "",
+                        {"ray_error": facts["error"]})]
+    out: list[Problem] = []
+    groups = _groups(data, base)
+    pointers = {name: pointer for name, pointer, _ in groups}
+    config = facts.get("config") or {}
+    # The rules of `ray up` YAML, on the config the autoscaler derives (the head group's 0 CPUs
+    # are KubeRay's advice, not a mistake).
+    derived = {"data": config, "cluster": {"ok": True, "errors": [], "warnings": [],
+                                           "prepared": config, "schema_errors": []}}
+    for problem in cluster_problems(derived, ray_version):
+        parts = problem.pointer.split("/")
+        if len(parts) > 2 and parts[1] == "available_node_types":
+            if parts[2] == "headgroup":
+                continue
+            problem.pointer = pointers.get(parts[2], base)
+        else:
+            problem.pointer = base
+        problem.evidence = {**problem.evidence, "derived_from": "the autoscaling config Ray derives from the CR"}
+        out.append(problem)
+    spec = data
+    for part in base.strip("/").split("/"):
+        spec = (spec or {}).get(part) or {}
+    for name, pointer, group in groups:
+        params = group.get("rayStartParams") or {}
+        container = _ray_container(group)
+        limits = _limits(container)
+        where = f"{pointer}/rayStartParams"
+        for param, limit_key, what, harm in (
+                ("num-cpus", "cpu", "CPUs", "Ray schedules that many CPUs of env runners and learners into "
+                 "a container the kernel throttles to its limit: every step runs slower than planned"),
+                ("memory", "memory", "bytes of memory", "Ray's memory monitor counts on more than the "
+                 "container has, so Kubernetes OOM-kills the pod before Ray kills a task"),
+                ("num-gpus", "nvidia.com/gpu", "GPUs", "Ray places GPU learners on GPUs the container "
+                 "cannot see: they fail with CUDA errors")):
+            asked = quantity(params.get(param))
+            limit = quantity(limits.get(limit_key))
+            if asked is None or limit is None or asked <= limit + 1e-9:
+                if asked is not None and limit is None and limit_key == "nvidia.com/gpu" and asked > 0:
+                    out.append(Problem("warn", f"{where}/{param}",
+                                       f"{name}: rayStartParams {param}={params.get(param)!s} but the Ray "
+                                       "container requests no nvidia.com/gpu: " + harm,
+                                       f"add `nvidia.com/gpu: {int(asked)}` to the container's limits, or drop {param}",
+                                       "", {"group": name, "param": param, "limit": None}))
+                continue
+            out.append(Problem("warn", f"{where}/{param}",
+                               f"{name}: rayStartParams {param}={params.get(param)!s} is more than the Ray "
+                               f"container's limit ({limits.get(limit_key)}): Ray advertises {asked:g} "
+                               f"{what} the pod does not have; {harm}",
+                               f"make them agree: {param}: \"{limits.get(limit_key)}\" (or drop {param}: "
+                               "KubeRay then takes the container's limit)", "",
+                               {"group": name, "param": param, "asked": asked, "limit": limit}))
+    head_name, head_pointer, head = groups[0]
+    head_params = head.get("rayStartParams") or {}
+    head_cpus = quantity(head_params.get("num-cpus"))
+    if head_cpus is None:
+        head_cpus = quantity(_limits(_ray_container(head)).get("cpu"))
+        said = f"no num-cpus in its rayStartParams, so Ray takes the container's CPU limit ({head_cpus:g})" \
+            if head_cpus else ""
+    else:
+        said = f"rayStartParams num-cpus={head_params.get('num-cpus')}"
+    if head_cpus:
+        out.append(Problem("warn", f"{head_pointer}/rayStartParams",
+                           f"the head offers {head_cpus:g} CPU(s) to trainings ({said}): env runners, "
+                           "learners and the RLlib algorithm land on the head beside the GCS and the "
+                           "dashboard, which then answer slowly or are OOM-killed with the training "
+                           "(RLD104)", "rayStartParams: {num-cpus: \"0\"} on the head group, and "
+                           "worker groups for the training", "",
+                           {"head_cpus": head_cpus}))
+    if spec.get("enableInTreeAutoscaling") and "idleTimeoutSeconds" not in (spec.get("autoscalerOptions") or {}):
+        out.append(Problem("info", f"{base}/enableInTreeAutoscaling",
+                           f"the autoscaler runs without autoscalerOptions.idleTimeoutSeconds: idle "
+                           f"worker pods are removed after {KUBERAY_IDLE_DEFAULT_S} s (what Ray derives: "
+                           "idle_timeout_minutes 1.0), shorter than many trainings' evaluation or "
+                           "checkpoint pauses, so their env runners' pods come and go (RLD109)",
+                           "autoscalerOptions: {idleTimeoutSeconds: 600} (longer than the training's "
+                           "longest pause)", "", {"idle_timeout_s": KUBERAY_IDLE_DEFAULT_S}))
+    return out

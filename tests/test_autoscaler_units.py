@@ -1,0 +1,91 @@
+"""The autoscaler collector's pure parts, on lines Ray's own autoscaler wrote on a real fake-
+provider cluster (tests/test_e2e_autoscaler.py runs the whole path)."""
+
+from __future__ import annotations
+
+import json
+
+from rldoctor.lint.rules._kuberay import quantity
+from rldoctor.cluster.autoscaler import _launch_events, _summary_lines, _v1, v1_request_resources
+
+QUOTA = ("Failed to launch 1 node(s) of type quota_worker. (QuotaExceeded): Quota 'CPUS' "
+         "exceeded. Limit: 8.0 in region us-west-2.")
+
+
+def test_launch_failures_and_removals_are_counted_from_the_event_log():
+    events = [{"ts": "1796285533", "message": "Adding 2 node(s) of type cpu_worker."},
+              {"ts": "1796285669", "message": QUOTA}, {"ts": "1796285705", "message": QUOTA},
+              {"ts": "1796285699", "message": "Removing 1 nodes of type ghost_worker (lost contact with raylet)."},
+              {"ts": "1796285700", "message": "Failed to launch 2 node(s) of type cpu_worker."}]
+    summary = _launch_events(events)
+    quota = next(f for f in summary["failed"] if f["node_type"] == "quota_worker")
+    assert (quota["times"], quota["first"], quota["last"], quota["category"]) == (
+        2, "1796285669", "1796285705", "QuotaExceeded")
+    assert quota["reason"] == "Quota 'CPUS' exceeded. Limit: 8.0 in region us-west-2."
+    plain = next(f for f in summary["failed"] if f["node_type"] == "cpu_worker")
+    assert plain["reason"] is None and plain["nodes"] == 2  # a plain exception: no reason
+    assert summary["removed"] == [{"node_type": "ghost_worker", "count": 1,
+                                   "cause": "lost contact with raylet", "ts": "1796285699"}]
+
+
+def test_v1_monitor_log_summary_lines_keep_their_time(tmp_path):
+    log = tmp_path / "monitor.log"
+    log.write_text("2026-12-03 08:04:39,292\tINFO monitor.py:438 -- :event_summary:" + QUOTA + "\n"
+                   "2026-12-03 08:04:39,292\tINFO autoscaler.py:469 -- unrelated\n")
+    lines = _summary_lines(str(log), 10_000)
+    assert len(lines) == 1 and lines[0]["message"] == QUOTA and lines[0]["ts"].isdigit()
+
+
+def test_v1_request_resources_bundles_are_counted_by_shape():
+    raw = json.dumps([{"CPU": 1, "custom_accel": 1}, {"CPU": 1, "custom_accel": 1}, {"GPU": 1}]).encode()
+    assert v1_request_resources(raw) == [{"shape": {"CPU": 1.0, "custom_accel": 1.0}, "count": 2},
+                                         {"shape": {"GPU": 1.0}, "count": 1}]
+    assert v1_request_resources(b"[]") == [] and v1_request_resources(None) == []
+
+
+def test_v1_status_reason_of_a_refused_launch():
+    status = {"time": 100.0, "autoscaler_report": {
+        "active_nodes": {"cpu_worker": 2}, "pending_launches": {"quota_worker": 1},
+        "pending_nodes": [], "failed_nodes": [],
+        "node_availability_summary": {"node_availabilities": {"quota_worker": {
+            "node_type": "quota_worker", "is_available": False, "last_checked_timestamp": 99,
+            "unavailable_node_information": {"category": "QuotaExceeded",
+                                             "description": "Quota 'CPUS' exceeded."}}}}}}
+    v1 = _v1({"status": json.dumps(status).encode()}, now=110.0)
+    assert v1["status_age_s"] == 10.0 and v1["pending_launches"] == [{"node_type": "quota_worker", "count": 1}]
+    assert v1["unavailable_types"][0]["category"] == "QuotaExceeded"
+
+
+def test_kubernetes_quantities():
+    assert quantity("500m") == 0.5 and quantity("1") == 1 and quantity(2) == 2
+    assert quantity("5Gi") == 5 * 2**30 and quantity("1G") == 10**9 and quantity("x") is None
+
+
+def test_v2_launch_failures_are_read_from_its_monitor_log(tmp_path):
+    from rldoctor.cluster.autoscaler import _v2_failure_lines
+
+    log = tmp_path / "monitor.log"
+    log.write_text("2026-12-03 10:54:26,754\tINFO node_provider.py:491 -- Failed to launch 1 nodes of "
+                   "type quota_worker: Node Launch Exception (QuotaExceeded): Quota 'CPUS' exceeded. "
+                   "Limit: 8.0 in region us-west-2.\n")
+    summary = _launch_events(_v2_failure_lines(str(log), 10_000))
+    assert summary["failed"][0]["category"] == "QuotaExceeded"
+    assert summary["failed"][0]["reason"] == "Quota 'CPUS' exceeded. Limit: 8.0 in region us-west-2."
+
+
+def test_cluster_status_reply_as_a_dict_with_the_messages_own_api():
+    from ray.core.generated.autoscaler_pb2 import GetClusterStatusReply
+
+    from rldoctor.cluster.private import message_dict
+
+    reply = GetClusterStatusReply()
+    node = reply.cluster_resource_state.node_states.add()
+    node.node_id, node.ray_node_type_name, node.idle_duration_ms = b"\xff\x01", "cpu_worker", 5
+    node.total_resources["CPU"] = 1
+    failed = reply.autoscaling_state.failed_instance_requests.add()
+    failed.ray_node_type_name, failed.reason, failed.count = "q", "Quota", 1
+    assert message_dict(reply) == {
+        "cluster_resource_state": {"node_states": [{"node_id": "ff01", "ray_node_type_name": "cpu_worker",
+                                                    "total_resources": {"CPU": 1.0}, "idle_duration_ms": 5}]},
+        "autoscaling_state": {"failed_instance_requests": [{"ray_node_type_name": "q", "reason": "Quota",
+                                                            "count": 1}]}}
