@@ -247,7 +247,7 @@ def test_rld402_memory_kills_and_vanished_workers_older_than_the_window_are_info
 
 
 def test_watch_gives_the_checks_about_past_events_a_window_tied_to_its_interval():
-    from rldoctor.watch import PAST_EVENT_CHECKS, past_window_s, with_past_window
+    from rldoctor.watch.rounds import PAST_EVENT_CHECKS, past_window_s, with_past_window
 
     assert set(PAST_EVENT_CHECKS) == {"RLD401", "RLD402", "RLD403"}
     assert past_window_s(15) == 600 and past_window_s(60) == 600 and past_window_s(300) == 3000

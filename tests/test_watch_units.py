@@ -200,7 +200,7 @@ def test_a_watch_closes_the_ticket_of_a_crash_older_than_its_window(monkeypatch,
     no ticket stays open for them, the finding (and its series) is still there."""
     import signal
 
-    from rldoctor import watch as watch_module
+    from rldoctor.watch import rounds as watch_module
     from rldoctor.snapshot import Snapshot
 
     data = fixture("worker-faults")
