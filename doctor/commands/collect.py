@@ -19,6 +19,9 @@ def check_choice(output, bundle) -> None:
 
 
 def collect_snapshot_file(output: str, address, timeout: float) -> str:
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     from rldoctor.collect import NOT_FROM_A_LIVE_CLUSTER
     from rldoctor.dashboard.remote import take_snapshot
     from rldoctor.snapshot import dumps
@@ -33,6 +36,9 @@ def collect_snapshot_file(output: str, address, timeout: float) -> str:
 
 def collect_bundle_file(path: str, address, timeout: float, force: bool, max_size: float,
                         obfuscate: bool) -> str:
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     from rldoctor.bundle.build import write_bundle
 
     done = write_bundle(address, path, timeout, max_bytes=int(max_size * 10**6),

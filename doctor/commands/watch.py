@@ -17,6 +17,9 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only_codes, s
     validate_codes("--skip", skip_codes, registry)
     params = check_params(settings, None)
     validate_params(params, registry)
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     from rldoctor.watch import run_watch
 
     return run_watch(address, interval, metrics_port, metrics_host, log_path, only_codes,

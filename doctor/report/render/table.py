@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import textwrap
 
-from tabulate import tabulate
-
 from rldoctor.model import Report
 from rldoctor.report.render.text import folded_codes, mute_text, source_line, summary_line
 
@@ -30,6 +28,8 @@ def render_table(report: Report) -> str:
         out += [f"Training ({len(report.training)} found):"] + \
             ["  " + line for line in lines or ["none: no RLlib env runner, learner or algorithm "
                                                "actor on the cluster"]] + [""]
+    from tabulate import tabulate  # imported on use: `rldoctor --help` does not pay for it
+
     folded = folded_codes(report)
     rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
              textwrap.shorten(r.detail, 70, placeholder=" ...")]
