@@ -20,6 +20,7 @@ from rldoctor.errors import UsageError
 
 CLUSTER_EXTRA = "pip install 'rldoctor[cluster]'"
 CLIENT_ONLY = "none: client only"
+NO_RAY_HERE = "Ray is not installed here (the client-only rldoctor)"  # how notes begin
 USE_DASHBOARD = ("give the head's dashboard instead, --address http://HEAD:8265 (e.g. through "
                  "`kubectl port-forward svc/<cluster>-head-svc 8265:8265`)")
 

@@ -35,6 +35,9 @@ def diagnose(paths: list[str]) -> tuple[Report, list[dict], dict]:
     results = run_checks(registry.select(lint=True), validate(doc, "lint"))
     problems = _problem_lines(doc)
     notes = list(registry.problems)
+    from rldoctor.lint.ray_table import note
+
+    notes += [n for n in [note(doc["lint"].get("ray_build") or {})] if n]
     for p in problems:
         where = p["path"] + (f":{p['line']}" if p.get("line") else "")
         notes.append(f"not linted: {where}: {p['message']}")
