@@ -34,8 +34,8 @@ def ray_version() -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             found = re.search(r'^version\s*=\s*"([^"]+)"', handle.read(), re.M)
-    except OSError:
-        return "unknown"
+    except OSError:  # a folder named ray (e.g. a checkout of Ray's sources) is not a Ray
+        return None
     return found.group(1) if found else "unknown"
 
 
