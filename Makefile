@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first and pinned: on this machine 2.13.0 is a local CPU build; anything else pulls GBs of CUDA
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[cluster,test]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -41,8 +41,18 @@ CONFIG_OPTION = click.option(
     "directory]: [[ignore]] entries with code, subject, reason and expires (see docs/commands.md).")
 
 
+def _print_version(ctx, _param, value) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from rldoctor.install import version_text
+
+    click.echo(version_text(__version__))
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="rldoctor")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Print rldoctor's version, the Ray it has (none: the client only) and Python.")
 def main() -> None:
     """rldoctor: the on-call doctor for Ray RLlib clusters.
 

@@ -58,6 +58,12 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
     diagnosis.window_s = since_s
 
     specs = target_specs(targets)
+    from rldoctor.install import require_ray, require_ray_for_address
+
+    if specs:  # what needs a local Ray is refused before anything is read
+        require_ray("--target (it imports your module and pickles it with Ray's cloudpickle)")
+    if not from_file and (address or not (specs or runs)):
+        require_ray_for_address(address)
     results = None
     if runs:  # read first: a path that is not a run ends here, before any cluster is joined
         from rldoctor.inputs.runs import read_runs

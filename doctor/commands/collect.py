@@ -19,6 +19,9 @@ def check_choice(output, bundle) -> None:
 
 
 def collect_snapshot_file(output: str, address, timeout: float) -> str:
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER
     from rldoctor.acquire import take_snapshot
     from rldoctor.snapshot import dumps
@@ -35,6 +38,9 @@ def collect_bundle_file(path: str, address, timeout: float, force: bool, max_siz
                         obfuscate: bool, ignores=(), config: str | None = None) -> str:
     """The bundle's report.json honours the mutes `check --from` the bundle would apply:
     --ignore and the team's rldoctor.toml (or --config)."""
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     from rldoctor.bundle.build import write_bundle
     from rldoctor.engine.pipeline import Diagnosis
 

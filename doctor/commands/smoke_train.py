@@ -20,6 +20,9 @@ def _writable(option: str, path: str | None) -> None:
 
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                 record, lr, seed) -> int:
+    from rldoctor.install import require_ray
+
+    require_ray("smoke-train (PPO on CartPole through Ray, torch and gymnasium)")
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.report import smoke as smoke_report
     from rldoctor.cluster import smoke

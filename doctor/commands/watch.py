@@ -13,6 +13,9 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only_codes, s
     from rldoctor.commands._options import check_params
     from rldoctor.engine.pipeline import Diagnosis
 
+    from rldoctor.install import require_ray_for_address
+
+    require_ray_for_address(address)
     diagnosis = Diagnosis.from_options(only_codes, skip_codes, check_params(settings, None),
                                        ignores, config, timeout_s=check_timeout)
     from rldoctor.watch.rounds import run_watch

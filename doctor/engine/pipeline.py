@@ -115,6 +115,9 @@ class Diagnosis:
                              timeout_s=self.timeout_s)
         problems = [f for f in doc["lint"]["files"] if f.get("status") != "ok"]
         notes = list(self.registry.problems)
+        from rldoctor.lint.ray_table import note
+
+        notes += [n for n in [note(doc["lint"].get("ray_build") or {})] if n]
         for p in problems:
             where = p["path"] + (f":{p['line']}" if p.get("line") else "")
             notes.append(f"not linted: {where}: {p['message']}")

@@ -6,8 +6,10 @@
                          "yaml": [{"data", "locations", "duplicates",      # .yaml, .yml
                                    "role": "cluster" | "experiments" | "other",
                                    "cluster": {"errors", "warnings", "prepared",
-                                               "schema_errors", "ray_version"}}]}],
-              "ray_build": {"version", "commit"},           # read from ray/_version.py
+                                               "schema_errors", "ray_version"}     # or "ray_absent"
+                                   }]}],
+              "ray_build": {"version", "commit"},           # read from ray/_version.py, or
+                                                            # "table": true, the shipped one
               "ray": {"system_config_keys", "env_names"},   # only when a file needs them
               "ray_modules": {module: {"exists", "names", "deprecated"}}}}  # ray modules imported
 
@@ -70,8 +72,11 @@ def _experiments(data: dict, locations: dict) -> list[dict]:
 
 
 def _cluster(data: dict) -> dict:
+    from rldoctor.install import ray_version
     from rldoctor.lint import cluster_yaml
 
+    if ray_version() is None:  # the client-only install: rldoctor's own rules still run (RLD802)
+        return {"ray_absent": "Ray is not installed here (the client-only rldoctor)"}
     try:
         verdict = cluster_yaml.ray_verdict(data)
         verdict["schema_errors"] = cluster_yaml.schema_errors(data)
@@ -122,7 +127,14 @@ def _ray_names() -> dict:
 
     try:
         return known_names()
-    except (RayNotInstalled, OSError) as exc:
+    except RayNotInstalled:  # the client-only install: the table of the pinned Ray
+        from rldoctor.lint import ray_table
+
+        try:
+            return ray_table.known_names()
+        except ray_table.NoTable as exc:
+            return {"error": f"cannot read the settings this Ray knows: {exc}"}
+    except OSError as exc:
         return {"error": f"cannot read the settings this Ray knows: {exc}"}
 
 
@@ -131,7 +143,14 @@ def _ray_build() -> dict:
 
     try:
         return ray_build(ray_root())
-    except (RayNotInstalled, OSError) as exc:
+    except RayNotInstalled as exc:
+        from rldoctor.lint import ray_table
+
+        try:
+            return ray_table.build_info()
+        except ray_table.NoTable:
+            return {"version": "unknown", "commit": "unknown", "error": str(exc)}
+    except OSError as exc:
         return {"version": "unknown", "commit": "unknown", "error": str(exc)}
 
 

@@ -22,6 +22,7 @@ build next to the cache of `rldoctor.lint.ray_names`.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -105,16 +106,29 @@ def _read(root: Path, module: str) -> dict:
     return entry
 
 
-def _binds(text: str, name: str) -> bool:
-    """Could this module's text bind `name` at all? Broad on purpose: any line that could
-    define, assign or import it (or quote it, as `__all__` and lazy registries do) counts, so
-    that only a name nothing in the module could bind is called missing."""
-    n = re.escape(name)
-    patterns = (rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{n}\b",
-                rf"^[ \t]*[\w \t,()\[\].*]*\b{n}\b[\w \t,()\[\].*]*(?::[^=\n]*)?=(?!=)",
-                rf"\bimport\b[^\n]*\b{n}\b", rf"^[ \t]*{n}[ \t]*,?[ \t]*(?:#[^\n]*)?$",
-                rf"\bas[ \t]+{n}\b", rf"[\"']{n}[\"']", rf"\bglobal\b[^\n]*\b{n}\b")
-    return any(re.search(p, text, re.M) for p in patterns)
+# A name "could be bound" by a module's text when some line could define, assign or import
+# it, or quote it (as `__all__` and lazy registries do). Broad on purpose, so that only a name
+# nothing in the module could bind is called missing. Each pattern captures the names it binds:
+_WORD = re.compile(r"\w+")
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)  # def NAME, class NAME
+_ASSIGN = re.compile(r"^[ \t]*([\w \t,()\[\].*]*)(?::[^=\n]*)?=(?!=)", re.M)  # every word left of `=`
+_AFTER = re.compile(r"\b(?:import|global)\b([^\n]*)")  # every word after import / global on its line
+_ALONE = re.compile(r"^[ \t]*(\w+)[ \t]*,?[ \t]*(?:#[^\n]*)?$", re.M)  # NAME alone on a line (a list)
+_AS = re.compile(r"\bas[ \t]+(\w+)")  # ... as NAME
+_QUOTED = re.compile(r"(?=[\"'](\w+)[\"'])")  # "NAME" or 'NAME'
+
+
+@functools.lru_cache(maxsize=32)
+def bindable_names(text: str) -> frozenset:
+    """Every name a line of this module's text could bind (tests/test_ray_table.py holds the
+    same rule written per name, and checks that both agree on Ray's own files)."""
+    out = set(_DEF.findall(text)) | set(_ALONE.findall(text)) | set(_AS.findall(text))
+    out.update(_QUOTED.findall(text))
+    for match in _ASSIGN.finditer(text):
+        out.update(_WORD.findall(match.group(1)))
+    for match in _AFTER.finditer(text):
+        out.update(_WORD.findall(match.group(1)))
+    return frozenset(out)
 
 
 def _has(root: Path, module: str, name: str, entry: dict) -> bool | None:
@@ -128,7 +142,7 @@ def _has(root: Path, module: str, name: str, entry: dict) -> bool | None:
         answer = None
     else:
         _, text = _text(root, module)
-        answer = None if text is None else _binds(text, name)
+        answer = None if text is None else name in bindable_names(text)
     entry["names"][name] = answer
     return answer
 
@@ -142,7 +156,14 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
     try:
         root = ray_root()
         build = ray_build(root)
-    except (RayNotInstalled, OSError) as exc:
+    except RayNotInstalled:  # the client-only install: the pinned Ray's table shipped with rldoctor
+        from rldoctor.lint import ray_table
+
+        try:
+            return ray_table.module_index(wanted)
+        except ray_table.NoTable as exc:
+            return {"error": str(exc)}
+    except OSError as exc:
         return {"error": f"cannot read the installed Ray's modules: {exc}"}
     cache_path = _cache_dir() / f"ray-modules-{build['version']}-{build['commit'][:12]}.json"
     try:

@@ -11,6 +11,7 @@ is the one written out for that line; `rldoctor explain CODE` says more.
 from __future__ import annotations
 
 from rldoctor.model import Report
+from rldoctor.install import NO_RAY_HERE
 from rldoctor.report.render.text import mute_text
 from rldoctor.words import shorten
 
@@ -50,6 +51,9 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     out = [text for _, text in sorted(rows, key=lambda r: r[0])]
     for result in report.errored:
         out.append(f"rldoctor: {result.code} could not run: {result.detail}")
+    for result in report.results:  # what a rule could not do here (RLD802 without Ray)
+        out += [f"rldoctor: {result.code}: {note.message}" for note in result.notes]
+    out += [f"rldoctor: {note}" for note in report.notes if note.startswith(NO_RAY_HERE)]
     counts = report.counts()
     files = report.source.get("files", 0)
     skipped = len(problems or [])

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import textwrap
 
-from tabulate import tabulate
-
 from rldoctor.model import Report
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
                                          source_line, summary_line, timeline_headline)
@@ -56,6 +54,8 @@ def render_table(report: Report) -> str:
         out += [_wrap(f"{when(e)}  {e['kind']}  {e['subject']}: {e['message']}", "  ")
                 for e in report.timeline]
     out += ["", checks_line(report)]
+    from tabulate import tabulate  # imported on use: `rldoctor --help` does not pay for it
+
     folded = folded_codes(report)
     rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
              textwrap.shorten(r.detail, 70, placeholder=" ...")]
