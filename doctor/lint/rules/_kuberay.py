@@ -58,10 +58,11 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
     pointers = {name: pointer for name, pointer, _ in groups}
     config = facts.get("config") or {}
     # The rules of `ray up` YAML, on the config the autoscaler derives (the head group's 0 CPUs
-    # are KubeRay's advice, not a mistake).
+    # are KubeRay's advice, not a mistake); without Ray (the client-only install) only the
+    # CR's own rules run, and RLD802 says Ray's derivation was skipped.
     derived = {"data": config, "cluster": {"ok": True, "errors": [], "warnings": [],
                                            "prepared": config, "schema_errors": []}}
-    for problem in cluster_problems(derived, ray_version):
+    for problem in ([] if facts.get("ray_absent") else cluster_problems(derived, ray_version)):
         parts = problem.pointer.split("/")
         if len(parts) > 2 and parts[1] == "available_node_types":
             if parts[2] == "headgroup":

@@ -48,7 +48,7 @@ def invalid_cluster_config(snap, params):
             cluster = doc.get("cluster") or {}
             if cluster.get("ray_error"):
                 raise RuntimeError(f"{record['path']}: {cluster['ray_error']}")
-            if cluster.get("ray_absent"):
+            if cluster.get("ray_absent") or (doc.get("kuberay") or {}).get("ray_absent"):
                 absent.append(record["path"])
             client = cluster.get("ray_version") or version
             problems = kuberay_problems(doc, client) if doc["role"] == "kuberay" else \
