@@ -2,9 +2,7 @@
 one module of that kind (a check, a lint rule, a collector section, a node-side fact, a report
 section, an output format, a command).
 
-A folder the README names that the tree does not have yet is a skip that names the folder,
-never a pass: the layout of issue 31 lands folder by folder, and the skip turns into the real
-assertion the moment the folder appears.
+A folder the README names that the tree does not have is a failure that names the folder.
 """
 
 from __future__ import annotations
@@ -109,12 +107,10 @@ def test_the_readme_names_a_folder_for_every_kind_of_part():
 def test_the_folder_exists_and_holds_a_module_of_its_kind(kind):
     name = where_things_go()[kind]
     folder = _folder(name)
-    if kind == "check" and folder.is_dir() and not [p for p in folder.iterdir() if p.is_dir()
-                                                    and not p.name.startswith(("_", "."))]:
-        pytest.skip(f"{name}: checks/ has no per-area package yet (the check modules are still "
-                    "flat modules of checks/)")
-    if not folder.is_dir():
-        pytest.skip(f"{name} does not exist yet on this branch (issue 31's layout has not landed here)")
+    assert folder.is_dir(), f"{name} (the README's folder for a {kind}) does not exist"
+    if kind == "check":
+        assert [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))], \
+            f"{name}: no per-area package of checks"
     assert KIND_TEST[kind](folder), f"{name} holds no {kind}"
 
 
