@@ -175,3 +175,19 @@ def test_watch_through_a_dashboard_logs_a_failed_round_and_sigterm_deletes_the_j
             if m == "POST" and p == "/api/jobs/"]
     deleted = {p for m, p, *_ in server.requests if m == "DELETE"}
     assert len(subs) >= 2 and all(f"/api/jobs/{s}" in deleted for s in subs), (subs, deleted)
+
+
+def test_the_jobs_driver_masks_a_copy_of_an_env_vars_value_elsewhere_in_the_snapshot():
+    """The dashboard path's job redacts its snapshot before printing it; an env_vars value it
+    masks in a runtime_env must also be masked where it appears again (a driver's command line
+    in the jobs section), since the client can no longer learn it."""
+    from rldoctor.job.main import redacted_text
+
+    secret = "crashsecret-7Tq2Lp9Wd4Zs"
+    doc = {"actors": {"actors": [{"class_name": "Simulator",
+                                  "runtime_env": {"env_vars": {"SIM_PASSWORD": secret}}}]},
+           "jobs": {"jobs": [{"job_id": "01000000", "type": "DRIVER",
+                              "entrypoint": f"python my_env.py 127.0.0.10:6380 {secret} abc"}]}}
+    text = redacted_text(doc)
+    assert secret not in text
+    assert "python my_env.py 127.0.0.10:6380" in text

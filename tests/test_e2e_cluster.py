@@ -253,8 +253,11 @@ def test_infeasible_actor_gives_rld103_naming_the_actor(cluster3):
     assert "infeasible" in finding["message"]
     assert finding["evidence"]["shape"]["no_such_accelerator"] == 1.0
     assert "no_such_accelerator" in finding["fix"]
-    # Nothing else is wrong with the cluster.
-    assert {f["code"] for f in result.findings()} == {"RLD103"}
+    # Nothing else is wrong with the cluster; RLD108 only says, at info, that no autoscaler
+    # runs while the demand waits (issue 33: that is one of its causes, never a warn).
+    others = [f for f in result.findings() if f["code"] != "RLD103"]
+    assert all(f["code"] == "RLD108" and f["severity"] == "info" and "no autoscaler" in f["message"]
+               for f in others), others
     run_driver(cluster3, "ray.kill(ray.get_actor('hungry', namespace='e2e'))\n")
 
 

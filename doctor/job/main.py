@@ -122,9 +122,15 @@ def redacted_text(doc: dict) -> str:
     """The snapshot's JSON text with secrets masked: what the client's `redact` makes of it
     before it writes a snapshot or report, done here so that no copy of the job's output
     (its log file, should one survive) holds a secret."""
-    from rldoctor.redact import redact
+    from rldoctor.redact import Redactor
 
-    return redact(json.dumps(doc, default=str))
+    # Learn the snapshot's own secrets first (env_vars values of runtime_envs, secret-looking
+    # config values), as the client's bundle does: once masked here the client cannot learn
+    # them, so a copy elsewhere in the snapshot (a driver's command line in the jobs section)
+    # must be masked here too.
+    redactor = Redactor()
+    redactor.learn(doc)
+    return redactor.text(json.dumps(doc, default=str))
 
 
 def _failure_line(exc: BaseException) -> str:
