@@ -191,3 +191,15 @@ def test_the_jobs_driver_masks_a_copy_of_an_env_vars_value_elsewhere_in_the_snap
     text = redacted_text(doc)
     assert secret not in text
     assert "python my_env.py 127.0.0.10:6380" in text
+
+
+def test_the_jobs_driver_masks_what_the_bundles_gatherer_read_in_the_snapshot_too():
+    """The actors' runtime_envs the bundle's gatherer read (its secret sources) are not in the
+    snapshot; their env_vars values are masked in the snapshot's text all the same."""
+    from rldoctor.job.main import redacted_text
+
+    secret = "crashsecret-3Hn8Vb1Qe6Ry"
+    sources = [[{"runtime_env": {"env_vars": {"SIM_PASSWORD": secret}}}]]
+    doc = {"jobs": {"jobs": [{"entrypoint": f"python my_env.py {secret}"}]}}
+    assert secret in redacted_text(doc)  # nothing in the snapshot says it is a secret...
+    assert secret not in redacted_text(doc, sources)  # ...what the gatherer read does

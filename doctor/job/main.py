@@ -118,7 +118,7 @@ def _the_job(timeout_s: float, extras=()) -> dict:
     return doc
 
 
-def redacted_text(doc: dict) -> str:
+def redacted_text(doc: dict, secret_sources=()) -> str:
     """The snapshot's JSON text with secrets masked: what the client's `redact` makes of it
     before it writes a snapshot or report, done here so that no copy of the job's output
     (its log file, should one survive) holds a secret."""
@@ -129,6 +129,7 @@ def redacted_text(doc: dict) -> str:
     # them, so a copy elsewhere in the snapshot (a driver's command line in the jobs section)
     # must be masked here too.
     redactor = Redactor()
+    redactor.learn(secret_sources)  # what the bundle's gatherer read (the actors' runtime_envs)
     redactor.learn(doc)
     return redactor.text(json.dumps(doc, default=str))
 
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
 
             gatherer = job_bundle.new_gatherer()
         doc = _the_job(args.timeout, extras=(gatherer,) if gatherer else ())
-        text = frame(redacted_text(doc))
+        text = frame(redacted_text(doc, gatherer.secret_sources if gatherer else ()))
     except (SystemExit, KeyboardInterrupt):  # stopped while collecting (ray.init's own
         job_log.wipe_own_log()                # SIGTERM handler exits): nothing to print
         return 143
