@@ -181,7 +181,16 @@ class LocalCluster:
         events such as "(raylet) A worker died ..." to a driver's stdout too). With
         `expect_lines`, fewer such lines is an error that shows the driver's output.
         """
-        prologue = ("import ray, logging\n"
+        # A result line goes out in one write of its own, on a line of its own: Ray's
+        # "(raylet) ..." notices come from another thread and may land inside a print's
+        # several writes (seen: "...OOM killing.=>" then " 29785 ActorDiedError").
+        prologue = ("import ray, logging, os, builtins\n"
+                    "def print(*args, sep=' ', end='\\n', **kw):\n"
+                    "    text = sep.join(map(str, args))\n"
+                    "    if text.startswith('=>') and not kw.get('file'):\n"
+                    "        os.write(1, ('\\n' + text + end).encode())\n"
+                    "    else:\n"
+                    "        builtins.print(*args, sep=sep, end=end, **kw)\n"
                     f"ray.init(address={self.address!r}, namespace='drivers', "
                     "logging_level=logging.ERROR, log_to_driver=False)\n")
         # -u: a driver whose cluster lost a worker may leave through Ray's own quick exit,

@@ -2,8 +2,9 @@
 
 Node 1 is in the head's zone, but Ray delays every object chunk pushed to it
 (`RAY_testing_asio_delay_us` on ObjectManagerService Push); node 2 sits in another
-zone and Ray delays every task pushed to its workers by 30 ms (CoreWorkerService
-PushTask). The healthy one-zone cluster of test_e2e_cluster.py gives none of this.
+zone and Ray delays every task pushed to its workers by 50 ms (CoreWorkerService
+PushTask): far enough over the 20 ms fail bar that a busy host's noise allowance
+(2-core CI, other tests' clusters) cannot lower it to a warn. The healthy one-zone cluster of test_e2e_cluster.py gives none of this.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from localcluster import LocalCluster, NodeSpec
 
 pytestmark = pytest.mark.cluster
 
-PUSH_TASK_DELAY = "CoreWorkerService.grpc_server.PushTask=30000:30000"
+PUSH_TASK_DELAY = "CoreWorkerService.grpc_server.PushTask=50000:50000"
 CHUNK_PUSH_DELAY = "ObjectManagerService.grpc_server.Push=200000:200000"
 
 
@@ -70,10 +71,15 @@ def test_rld202_names_the_node_whose_transfers_are_slow(delayed_cluster, report)
     node1 = delayed_cluster.nodes[1].node_id
     found = report.findings("RLD202")
     assert [f["subject"] for f in found] == [f"node:{node1}"], report
-    assert found[0]["evidence"]["bandwidth_mib_s"] < 0.25 * found[0]["evidence"]["median_mib_s"]
-    assert found[0]["evidence"]["remeasured"] is True
-    recheck = found[0]["evidence"]["recheck"]
+    assert found[0]["severity"] == "warn"
+    evidence = found[0]["evidence"]
+    # The first pass may be noisy on a busy host (seen in CI: 29 vs a median of 87 MiB/s,
+    # 33%); the check's promise is the second look, interleaved with a healthy peer's.
+    assert evidence["bandwidth_mib_s"] < evidence["median_mib_s"]
+    assert evidence["remeasured"] is True
+    recheck = evidence["recheck"]
     assert recheck["best_mib_s"] < 0.25 * recheck["peer_best_mib_s"], recheck
+    assert recheck["best_mib_s"] < evidence["bar_fraction"] * recheck["peer_best_mib_s"], evidence
 
 
 def test_network_probes_are_quick_and_leave_nothing_behind(delayed_cluster, tmp_path):
