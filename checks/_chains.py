@@ -42,6 +42,9 @@ _IP = re.compile(r"\bip[:=]\s*([\d.]+)")
 _NODE_ID = re.compile(r"Node I[Dd]:?\s*([0-9a-f]{56})")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
+# Where a remote worker's "Traceback" line was, Ray writes the task: `ray::Cls.method() (pid=N, ip=X, ...)`
+_REMOTE = re.compile(r"^(?:[\w.]*RayTaskError(?:\([\w.]+\))?: )?ray::(?P<name>[\w.]+)\(\) "
+                     r"\(pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.:a-fA-F]+))?")
 
 # Exceptions Ray and RLlib raise around the user's: never the root cause themselves.
 WRAPPERS = {"RayTaskError", "RayActorError", "ActorDiedError", "ActorUnavailableError",
@@ -105,10 +108,15 @@ def parse_tracebacks(lines) -> list[dict]:
 def _tracebacks_in(lines: list[str], who: dict | None) -> list[dict]:
     out = []
     i, n = 0, len(lines)
+    source = who
     while i < n:
-        if not lines[i].lstrip().startswith("Traceback (most recent call last):"):
+        remote = _remote_header(lines, i)
+        if remote is None and not lines[i].lstrip().startswith("Traceback (most recent call last):"):
             i += 1
             continue
+        # a remote traceback (Ray puts the task's `ray::Cls.method() (pid=N, ip=X)` where the
+        # worker's "Traceback" line was) is the worker's, not this process's
+        source = remote or who
         frames, j = [], i + 1
         while j < n:
             m = _FRAME.match(lines[j])
@@ -130,12 +138,40 @@ def _tracebacks_in(lines: list[str], who: dict | None) -> list[dict]:
         while k < n and (lines[k].startswith(("\t", "    ")) or
                          lines[k].startswith(("class_name:", "actor_id:", "The actor "))) \
                 and not _FRAME.match(lines[k]) and len(message) < 40:
-            message.append(lines[k].strip())
+            if not _is_caret(lines[k]):  # Python 3.11's ^^^^ under a hidden frame
+                message.append(lines[k].strip())
             k += 1
-        out.append({"type": exc_type, "message": "\n".join(x for x in message if x).strip(),
-                    "frames": frames, "source": who})
-        i = k
+        tb = {"type": exc_type, "message": "\n".join(x for x in message if x).strip(),
+              "frames": frames, "source": source}
+        out.append(tb)
+        if _remote_header(lines, j) is not None:
+            # RayTaskError(X): its remote traceback follows, and holds the real exception
+            tb["wrapped"] = True
+            i = j
+        else:
+            i = k
     return out
+
+
+def _is_caret(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and set(stripped) <= set("^~")
+
+
+def _remote_header(lines: list[str], i: int) -> dict | None:
+    """`{who, pid, ip}` when line i opens a remote traceback (`ray::Cls.method() (pid=N, ip=X...)`,
+    alone or after `RayTaskError(X): `) and frames follow it; else None."""
+    m = _REMOTE.match(lines[i].strip())
+    if not m:
+        return None
+    for line in lines[i + 1:i + 8]:
+        if _FRAME.match(line):
+            name = m.group("name")
+            who = name.rsplit(".", 1)[0] if "." in name else name
+            return {"who": who, "pid": int(m.group("pid")), "ip": m.group("ip")}
+        if not _is_caret(line):
+            return None
+    return None
 
 
 def user_frame(frames: list[dict]) -> dict | None:
@@ -153,6 +189,8 @@ def frame_text(frame: dict | None) -> str | None:
 
 
 def _is_wrapper(tb: dict) -> bool:
+    if tb.get("wrapped"):  # a RayTaskError whose remote traceback was read after it
+        return True
     base = _base(tb["type"])
     if base in WRAPPERS and not _inner_type(tb["type"]):
         return True
@@ -399,7 +437,8 @@ def _classify(chain: dict, job: dict, actor: dict | None, facts: _Facts, data: d
     end_actor = facts.actor_end(actor) if actor else None
     detail = (worker or {}).get("exit_detail") or cause.get("message") or ""
     if view.get("start_time"):
-        _link(chain, view["start_time"], f"job {job_name(view)} started: {_short(view.get('entrypoint'), 120)}")
+        entry = _short(view.get("entrypoint"), 120)
+        _link(chain, view["start_time"], f"job {job_name(view)} started" + (f": {entry}" if entry else ""))
     kind, summary = "unknown", None
     if job.get("error_type") == "RUNTIME_ENV_SETUP_FAILURE" or cause.get("kind") == "runtime_env_failed_context":
         kind = "runtime_env"
@@ -444,7 +483,10 @@ def _classify(chain: dict, job: dict, actor: dict | None, facts: _Facts, data: d
                    + (f" on node {facts.node_label(node_id)}" if node_id else ""))
         _link(chain, None, f"the user's code raised {exc['type']}: {exc['message']}"
               + (f" ({where})" if where else ""))
-        if actor and (worker or cause):
+        if actor and not worker and cause.get("reason") in _QUIET:
+            # Ray 2.40: the runner raised to the driver and lived on until the job ended
+            _link(chain, end_actor, f"{who} ended with the job: {cause.get('reason')} {_short(detail, 160)}".strip())
+        elif actor and (worker or cause):
             _link(chain, end_actor, f"{who} exited after it: "
                   f"{(worker or {}).get('exit_type') or cause.get('reason') or ''} {_short(detail, 160)}".strip())
         if not exc.get("frame"):

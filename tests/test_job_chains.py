@@ -275,3 +275,60 @@ def test_a_driver_run_by_hand_that_ray_calls_succeeded_but_whose_runner_died():
     assert _findings(_snapshot([hand], actors=[quiet])) == []
     killed = _runner(reason="RAY_KILL", message="killed by `ray.kill`.")
     assert _findings(_snapshot([hand], actors=[killed])) == []
+
+
+RAY240_DRIVER = next((FIXTURES.parent / "sessions" / "ray240-env-raises").rglob("job-driver-pm-env-raises.log"))
+
+
+def test_a_ray_240_remote_traceback_gives_the_users_exception_not_the_raytaskerror_header():
+    """Ray 2.40's driver (a real log, fixtures/sessions/ray240-env-raises) re-raises the env's error
+    as `RayTaskError(RuntimeError): ray::SingleAgentEnvRunner.apply() (pid=3749, ...)`, whose
+    remote traceback follows with no "Traceback" line of its own and ends in the user's exception."""
+    lines = RAY240_DRIVER.read_text().splitlines()
+    tbs = _chains.parse_tracebacks(lines)
+    header = [tb for tb in tbs if tb["type"] == "ray.exceptions.RayTaskError(RuntimeError)"]
+    assert len(header) == 1 and header[0]["source"] is None  # the driver's own
+    assert header[0]["message"].startswith("ray::SingleAgentEnvRunner.apply() (pid=3749")
+    assert "^" not in header[0]["message"]  # Python 3.11's carets are not words of the message
+    assert header[0]["frames"][-1]["func"] == "handle_remote_call_result_errors"
+    remote = [tb for tb in tbs if (tb["source"] or {}).get("pid") == 3749]
+    assert [tb["type"] for tb in remote] == ["RuntimeError"]
+    assert remote[0]["source"] == {"who": "SingleAgentEnvRunner", "pid": 3749, "ip": "127.0.0.12"}
+    exc = _chains.user_exception(tbs)
+    assert exc["type"] == "RuntimeError"
+    assert exc["message"] == "warehouse sensor 7 returned garbage: b'\\xff\\x00' at step 51"
+    assert exc["frame"] == {"file": "/work/wt/f32b/tests/ppo_job.py", "line": 78, "func": "read_the_sensor"}
+    # the job's chain: the user's exception and frame, from the runner the header names
+    data = _snapshot([_job("sensor-240", "FAILED", NOW - 100, driver_log_tail=lines)],
+                     actors=[_runner(actor_id="de54dac0686aa1b99d11f85502000000", node=NODE2, pid=3749,
+                                     reason="OUT_OF_SCOPE",
+                                     message="The actor is dead because its job ended")])
+    [f] = _findings(data)
+    assert f.evidence["root_cause"] == "user_error"
+    assert "RuntimeError: warehouse sensor 7 returned garbage" in f.message
+    assert "ppo_job.py:78 in read_the_sensor" in f.message and "ppo_job.py:163" not in f.message
+    assert "ray::" not in f.message and f"on node {NODE2[:12]}" in f.message
+    whats = [link["what"] for link in f.evidence["chain"]]
+    assert any("ended with the job: OUT_OF_SCOPE" in w for w in whats)  # it raised, it did not exit
+    assert not any("exited after it" in w for w in whats)
+
+
+def test_a_remote_task_traceback_of_a_plain_task_and_a_cut_one():
+    """A plain task's RayTaskError (`ray::fetch()`), and one whose remote part the log window cut:
+    then the header is all there is, and it is still told (its inner type)."""
+    lines = ["Traceback (most recent call last):",
+             '  File "/home/user/project/train.py", line 12, in main',
+             "    ray.get(fetch.remote())",
+             "ray.exceptions.RayTaskError(KeyError): \x1b[36mray::fetch()\x1b[39m (pid=4242, ip=10.0.0.5)",
+             '  File "/home/user/project/data.py", line 31, in fetch',
+             "    return table[key]",
+             "           ~~~~~^^^^^",
+             "KeyError: 'sensor-7'"]
+    tbs = _chains.parse_tracebacks(lines)
+    assert [(tb["type"], (tb["source"] or {}).get("who")) for tb in tbs] == [
+        ("ray.exceptions.RayTaskError(KeyError)", None), ("KeyError", "fetch")]
+    exc = _chains.user_exception(tbs)
+    assert (exc["type"], exc["message"], _chains.frame_text(exc["frame"])) == (
+        "KeyError", "'sensor-7'", "/home/user/project/data.py:31 in fetch")
+    cut = _chains.user_exception(_chains.parse_tracebacks(lines[:4]))
+    assert cut["type"] == "KeyError" and cut["frame"]["line"] == 12

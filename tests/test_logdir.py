@@ -131,6 +131,13 @@ def test_session_fixture_gives_exactly_the_expected_findings(name):
     assert [r for r in results if r.status == "error"] == []
     got = sorted((f.code, f.severity.label, f.subject) for r in results for f in r.findings)
     assert got == sorted((f["code"], f["severity"], f["subject"]) for f in want["findings"])
+    by_key = {(f.code, f.subject): f for r in results for f in r.findings}
+    for f_want in want["findings"]:  # the root cause each message must quote, and what it must not
+        message = by_key[(f_want["code"], f_want["subject"])].message
+        for part in f_want.get("message_holds", ()):
+            assert part in message, (name, part, message)
+        for part in f_want.get("message_lacks", ()):
+            assert part not in message, (name, part, message)
     skipped = {r.code: r.detail for r in results if r.status == "skipped"}
     for code in ("RLD102", "RLD201", "RLD301", "RLD605", "RLD701"):  # need a live cluster
         assert "not in a cluster's logs" in skipped[code], (code, skipped[code])
@@ -439,6 +446,17 @@ def test_rld405_from_a_ray_240_session_names_the_job_the_runner_and_its_node():
     assert finding["evidence"]["job_id"] == "02000000"
     assert (worker["class_name"], worker["pid"], worker["ip"]) == ("SingleAgentEnvRunner", 3749,
                                                                     "127.0.0.12")
+    # Ray 2.40 re-raises the env's error in the driver as RayTaskError(RuntimeError) whose header is
+    # `ray::SingleAgentEnvRunner.apply() (pid=...)`: the root cause is the remote traceback's last
+    # exception and its innermost user frame, not the header nor the driver's own frame
+    exception = finding["evidence"]["exception"]
+    assert exception["type"] == "RuntimeError"
+    assert exception["message"] == "warehouse sensor 7 returned garbage: b'\\xff\\x00' at step 51"
+    assert exception["frame"]["line"] == 78 and exception["frame"]["func"] == "read_the_sensor"
+    assert finding["evidence"]["root_cause"] == "user_error"
+    assert "ppo_job.py:78 in read_the_sensor" in finding["fix"]
+    for wrong in ("ray::", "^^^", "ppo_job.py:163", "in main"):
+        assert wrong not in finding["message"], (wrong, finding["message"])
 
 
 def test_the_table_says_once_which_figures_logs_cannot_give():
