@@ -329,6 +329,15 @@ def _job_view(job: dict) -> dict:
             "driver": job.get("driver") or {}}
 
 
+def short_entrypoint(entrypoint) -> str:
+    """The job's command, as a finding names it: the Python a job usually is starts at its
+    script (`python /a/b/train.py --x 1` -> `train.py --x 1`), at most 80 characters."""
+    words = str(entrypoint or "").split()
+    if len(words) > 1 and re.search(r"(^|/)python[\d.]*$", words[0]):
+        words = [words[1].rsplit("/", 1)[-1]] + words[2:]
+    return _short(" ".join(words), 80)
+
+
 def job_name(job: dict) -> str:
     return job.get("submission_id") or f"job {job.get('job_id') or '?'}"
 
@@ -408,7 +417,13 @@ def chain_of(job: dict, facts: _Facts, data: dict) -> dict:
     relayed = [tb for tb in tbs if (tb.get("source") or {}).get("pid") == pid] if pid else []
     remote = parse_tracebacks(worker_lines) + relayed
     exc = user_exception(remote) or user_exception(tbs)
-    chain = {"job": view, "links": [], "not_recorded": [], "claimed": [],
+    not_recorded = []
+    if not view.get("entrypoint"):
+        release = (data.get("jobs") or {}).get("ray_version")
+        not_recorded.append("the job's entrypoint: " + (
+            f"the job-driver log of Ray {release or 'this release'} does not print it"
+            if (data.get("source") or {}).get("kind") == "logs" else "Ray did not record it"))
+    chain = {"job": view, "links": [], "not_recorded": not_recorded, "claimed": [],
              "exception": exc, "worker": None, "node": None,
              "driver_exception": named.get("driver_exception"),
              "worker_log": {"file": (log_entry or {}).get("file"),

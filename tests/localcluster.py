@@ -385,7 +385,9 @@ def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalClu
 def demo() -> int:
     """Start a 3-node cluster, run `rldoctor check` against it, then a PPO job with a hung
     env runner and the check that names it, then `rldoctor watch` scraped by Prometheus while
-    a crash loop fires its alert (tests/demo_watch.py); stop it whatever happens."""
+    a crash loop fires its alert (tests/demo_watch.py), then a PPO job whose env raises
+    (restarts off) diagnosed after the fact: RLD405 on the cluster, and the same from the head's
+    session directory once the cluster is stopped; stop it whatever happens."""
     cluster = three_nodes()
     limited = shutil.which("prlimit") is not None
     if limited:  # a common systemd and container default: RLD107 warns about it
@@ -397,6 +399,7 @@ def demo() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    kept = None
     print(f"starting a 3-node Ray cluster (head + 2 workers) in {cluster.root}"
           + (", the head under `prlimit --nofile=1024:1024`" if limited else "") + " ...", flush=True)
     started = time.monotonic()
@@ -413,10 +416,20 @@ def demo() -> int:
             from demo_watch import demo_watch
 
             code = demo_watch(cluster)
+        if code == 0:
+            kept = Path(tempfile.mkdtemp(prefix="rldoctor-demo-logs-"))
+            code = _demo_failed_training(cluster, kept)
         print(f"\nstopping the cluster ({time.monotonic() - started:.0f}s in all)", flush=True)
-        return code
     finally:
         cluster.stop()
+    if kept is not None:
+        try:
+            if code == 0:
+                code = _demo_after_the_fact(kept)
+        finally:
+            shutil.rmtree(kept, ignore_errors=True)
+    print(f"\ndemo done in {time.monotonic() - started:.0f}s", flush=True)
+    return code
 
 
 def _demo_hung_runner(cluster: LocalCluster) -> int:
@@ -453,6 +466,69 @@ def _demo_hung_runner(cluster: LocalCluster) -> int:
         except ProcessLookupError:
             pass
         job.wait()
+
+
+DEMO_JOB = "demo-warehouse-sensor"
+
+
+def _demo_failed_training(cluster: LocalCluster, keep: Path) -> int:
+    """A PPO job submitted with `ray job submit`, RLlib's restarts off, whose env raises in step()
+    on runner 1 (tests/failed_training.py): once Ray says FAILED, the check that names its root
+    cause (RLD405, its chain), then the head's session directory copied as a log volume keeps it."""
+    import json
+
+    print(f"\nsubmitting a PPO job ({DEMO_JOB}: tests/failed_training.py, 2 env runners, RLlib's "
+          "restarts off; runner 1's env raises RuntimeError in step()) with `ray job submit` and "
+          "waiting until Ray says it FAILED ...", flush=True)
+    ray = str(BIN / "ray")
+    env = cluster.client_env()
+    subprocess.run([ray, "job", "submit", "--address", cluster.dashboard_url, "--no-wait",
+                    "--submission-id", DEMO_JOB, "--", sys.executable,
+                    str(Path(__file__).with_name("failed_training.py")), "--runners", "2",
+                    "--raise-runner", "1", "--iterations", "50"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    deadline, state = time.monotonic() + 300, "?"
+    while time.monotonic() < deadline:
+        out = subprocess.run([ray, "job", "status", "--address", cluster.dashboard_url, DEMO_JOB],
+                             env=env, capture_output=True, text=True, timeout=60).stdout
+        state = next((w for w in ("FAILED", "SUCCEEDED", "STOPPED") if f"': {w}" in out), "?")
+        if state != "?":
+            break
+        time.sleep(2)
+    if state != "FAILED":
+        print(f"the job did not fail as it should ({state})", flush=True)
+        return 1
+    print(f"`ray job status` says FAILED; running: rldoctor check --address {cluster.address} "
+          "--only RLD405\n", flush=True)
+    code = subprocess.call([str(BIN / "rldoctor"), "check", "--address", cluster.address,
+                            "--only", "RLD405"], env=env)
+    report = subprocess.run([str(BIN / "rldoctor"), "check", "--address", cluster.address,
+                             "--only", "RLD405", "--format", "json"],
+                            env=env, capture_output=True, text=True)
+    try:
+        [finding] = [f for f in json.loads(report.stdout)["findings"]
+                     if f["subject"] == f"job:{DEMO_JOB}"]
+    except (ValueError, KeyError):
+        finding = None
+    if finding:
+        print("\nits chain, oldest first (evidence.chain in --format json):", flush=True)
+        for link in finding["evidence"].get("chain") or []:
+            print(f"  {link['time'] or '':>23}  {link['what']}", flush=True)
+    session = (cluster.temp_dir / "session_latest").resolve()
+    shutil.copytree(session, keep / session.name, symlinks=True,
+                    ignore=shutil.ignore_patterns("sockets", "runtime_resources"),
+                    ignore_dangling_symlinks=True)
+    print(f"\nrldoctor exited {code} (1: it found the failed job); the head's session directory "
+          f"copied to {keep} as a log volume keeps it", flush=True)
+    return 0 if code == 1 and finding else 1
+
+
+def _demo_after_the_fact(kept: Path) -> int:
+    """The cluster is gone: the same diagnosis from the copied session directory."""
+    print(f"\nthe cluster is gone; running: rldoctor check --from {kept} --only RLD405\n", flush=True)
+    code = subprocess.call([str(BIN / "rldoctor"), "check", "--from", str(kept), "--only", "RLD405"])
+    print(f"\nrldoctor exited {code} (1: the same root cause, read from the logs alone)", flush=True)
+    return 0 if code == 1 else 1
 
 
 if __name__ == "__main__":

@@ -332,3 +332,17 @@ def test_a_remote_task_traceback_of_a_plain_task_and_a_cut_one():
         "KeyError", "'sensor-7'", "/home/user/project/data.py:31 in fetch")
     cut = _chains.user_exception(_chains.parse_tracebacks(lines[:4]))
     assert cut["type"] == "KeyError" and cut["frame"]["line"] == 12
+
+
+def test_the_finding_names_the_jobs_command_from_its_script_on():
+    data = _snapshot([_job("warehouse-sensor", "FAILED", NOW - 100, driver_log_tail=DRIVER)],
+                     actors=[_runner()], dead=[SYSTEM_EXIT_1])
+    [f] = _findings(data)
+    assert f.message.startswith("job warehouse-sensor (train.py --name warehouse-sensor) failed at ")
+    assert _chains.short_entrypoint("/opt/venv/bin/python3.11 /home/u/p/train.py --lr 1") == "train.py --lr 1"
+    assert _chains.short_entrypoint("bash run.sh") == "bash run.sh"
+    assert len(_chains.short_entrypoint("python t.py " + "x" * 200)) <= 84
+    data["jobs"]["jobs"][0]["entrypoint"] = None
+    [g] = _findings(data)
+    assert g.message.startswith("job warehouse-sensor failed at ")
+    assert g.evidence["not_recorded"] == ["the job's entrypoint: Ray did not record it"]

@@ -457,6 +457,16 @@ def test_rld405_from_a_ray_240_session_names_the_job_the_runner_and_its_node():
     assert "ppo_job.py:78 in read_the_sensor" in finding["fix"]
     for wrong in ("ray::", "^^^", "ppo_job.py:163", "in main"):
         assert wrong not in finding["message"], (wrong, finding["message"])
+    # what this release does not write into its logs is said
+    assert finding["evidence"]["not_recorded"] == [
+        "the job's entrypoint: the job-driver log of Ray 2.40.0 does not print it"]
+
+
+def test_rld405_names_the_jobs_command_from_its_script_on():
+    finding = _rld405("env-raises")
+    assert finding["message"].startswith(
+        "job pm-env-raises (ppo_job.py --address 127.0.0.10:59969 --runners 2 --raise-runner 1 ")
+    assert "not_recorded" not in finding["evidence"]
 
 
 def test_the_table_says_once_which_figures_logs_cannot_give():

@@ -500,7 +500,9 @@ def _job_finding(chain: dict):
     name = _chains.job_name(job)
     when = job.get("end_time")
     when_text = _clock(when)
-    message = f"job {name} failed{(' at ' + when_text) if when_text else ''}: {root['summary']}"
+    entry = _chains.short_entrypoint(job.get("entrypoint"))
+    message = (f"job {name}{(' (' + entry + ')') if entry else ''} failed"
+               f"{(' at ' + when_text) if when_text else ''}: {root['summary']}")
     who = (f"{worker.get('class_name')} (actor {worker.get('actor_id')}, pid {worker.get('pid')}, "
            f"node {worker.get('node_id')})" if worker else "a worker")
     kind = root["kind"]
