@@ -285,3 +285,12 @@ def test_no_autoscaler_is_said_and_blames_no_launch():
     assert all(f["severity"] == "info" and f["evidence"]["cause"] == "no-autoscaler"
                for f in result.findings("RLD108")), result
     assert result.findings("RLD103"), result
+
+
+def test_v2_a_node_that_never_joins_is_named(v2):
+    """v2: the ghost type's launch is an instance that never gets a Ray node."""
+    causes = _by(v2.blocked, "RLD108")
+    ghost = causes.get("never-joins")
+    assert ghost, {c: f["message"] for c, f in causes.items()}
+    assert ghost["subject"] == "node_type:ghost_worker" and "GhostActor" in ghost["message"], ghost
+    assert "never joined" in ghost["message"]
