@@ -7,7 +7,11 @@ round of:
   * rldoctor check --address ADDR
   * ray status --address ADDR; ray list actors --detail; ray memory --stats-only
     (one after another, as a person would)
-and prints medians, the ratio, and every sample. Stops the cluster at the end.
+and prints medians, the ratio, and every sample; then where check's time goes, per phase
+(`phases`): the interpreter and rldoctor's imports (`rldoctor --version`), joining the
+cluster, the probes' start, each collector (from the snapshot's `timing` and
+`collectors.<section>.duration_s`; collectors run side by side, so they overlap), and the
+checks with rendering (`check --from` the snapshot, less the interpreter). Stops the cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +38,33 @@ def timed(commands: list[list[str]], env: dict) -> float:
     return time.perf_counter() - started
 
 
+def where_time_goes(cluster, env: dict, repeats: int = 3) -> dict:
+    import tempfile
+
+    rldoctor = str(BIN / "rldoctor")
+    interpreter = statistics.median(timed([[rldoctor, "--version"]], env) for _ in range(repeats))
+    with tempfile.TemporaryDirectory() as tmp:
+        snap = Path(tmp) / "snap.json"
+        collect_s = timed([[rldoctor, "collect", "--address", cluster.address,
+                            "--output", str(snap)]], env)
+        doc = json.loads(snap.read_text())
+        report_s = statistics.median(timed([[rldoctor, "check", "--from", str(snap)]], env)
+                                     for _ in range(repeats))
+    timing = doc.get("timing") or {}
+    return {
+        "interpreter_and_imports_s": round(interpreter, 3),
+        "collect_wall_s": round(collect_s, 3),
+        "joined_s": timing.get("joined_s"),
+        "probes_started_s": timing.get("probes_started_s"),
+        "raylets_pinged_s": timing.get("raylets_pinged_s"),
+        "probed_s": timing.get("probed_s"),
+        "collected_s": timing.get("collected_s"),
+        "collectors_s": {section: record.get("duration_s")
+                         for section, record in (doc.get("collectors") or {}).items()},
+        "checks_and_rendering_s": round(max(report_s - interpreter, 0.0), 3),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -51,6 +82,7 @@ def main() -> int:
         for _ in range(args.repeats):
             ours.append(timed(rldoctor, env))
             theirs.append(timed(ray_cli, env))
+        phases = where_time_goes(cluster, env)
     result = {
         "nodes": 3,
         "repeats": args.repeats,
@@ -59,6 +91,7 @@ def main() -> int:
         "ratio_rldoctor_over_ray_cli": round(statistics.median(ours) / statistics.median(theirs), 3),
         "rldoctor_samples_s": [round(x, 3) for x in ours],
         "ray_cli_samples_s": [round(x, 3) for x in theirs],
+        "phases": phases,
     }
     print(json.dumps(result, indent=2))
     return 0

@@ -269,8 +269,9 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
         for path in (root / folder).glob("*.py"):
             name = f"rldoctor.{folder}" + ("" if path.stem == "__init__" else f".{path.stem}")
             assert (name in modules) != (name in package.NOT_SHIPPED), name
-    # 116.9 KiB before the tree was laid out by side; + 7.7 KiB for the autoscaler collector (issue 33)
-    assert len(package.build().data) < 124 * 1024
+    # 116.9 KiB before the tree was laid out by side; + 7.7 KiB for the autoscaler collector (issue 33);
+    # + 1 KiB for cluster/bounded.py, the bounded reads and what they cut (issue 35)
+    assert len(package.build().data) < 125 * 1024
 
 
 def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):

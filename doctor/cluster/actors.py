@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from rldoctor.cluster import bounded
 from rldoctor.cluster.session import Unavailable
 from rldoctor.cluster.cluster_facts import state_api_address
 
 MAX_ROWS = 10_000  # the state API server's cap (RAY_MAX_LIMIT_FROM_API_SERVER)
+# Dead actors are history (the GCS keeps up to 100,000): read apart from the live ones, and
+# at most this many, so a cluster with a long past costs what a fresh one does.
+DEAD_ACTORS_LIMIT = 1000
 OWN_NAMESPACE_PREFIX = "rldoctor-"
 # Dead workers worth a look; intended exits (idle workers reaped, ray.kill) are not.
 BAD_EXITS = ("SYSTEM_ERROR", "NODE_OUT_OF_MEMORY", "USER_ERROR")
@@ -60,9 +64,19 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
 
     address = _require_state_api(cluster)
     timeout = int(budget.left(10))
-    rows = list_actors(address=address, detail=True, limit=MAX_ROWS, timeout=timeout,
-                       raise_on_missing_output=False)
-    summary = summarize_actors(address=address, timeout=timeout, raise_on_missing_output=False)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        live = pool.submit(bounded.listed, "actors", list_actors, address=address, detail=True,
+                           limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
+                           filters=[("state", "!=", "DEAD")])
+        dead = pool.submit(bounded.listed, "actors", list_actors, address=address, detail=True,
+                           limit=DEAD_ACTORS_LIMIT, timeout=timeout, raise_on_missing_output=False,
+                           filters=[("state", "=", "DEAD")])
+        summary = pool.submit(summarize_actors, address=address, timeout=timeout,
+                              raise_on_missing_output=False)
+        live_rows, rows = live.result(), live.result() + dead.result()
+        summary = summary.result()
     total = int(((summary or {}).get("cluster") or {}).get("total_actors") or len(rows))
     items, other_runs, own_workers = [], set(), set()
     for a in rows:
@@ -97,7 +111,7 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
             items[-1]["runtime_env"] = _runtime_env_summary(a.serialized_runtime_env)
     _add_pid_history(address, budget, items)
     out = {"items": items, "listed": len(rows), "total": total,
-            "truncated": len(rows) < total or len(rows) >= MAX_ROWS,
+            "truncated": len(rows) < total or len(live_rows) >= bounded.limit_of(MAX_ROWS),
             "other_rldoctor_runs": sorted(other_runs),
             # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
             "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
@@ -117,8 +131,8 @@ def ended_jobs(address: str, budget) -> dict | None:
     from ray.util.state import list_jobs
 
     try:
-        rows = list_jobs(address=address, limit=MAX_ROWS, timeout=int(budget.left(5)),
-                         raise_on_missing_output=False)
+        rows = bounded.listed("actors", list_jobs, address=address, limit=MAX_ROWS,
+                              timeout=int(budget.left(5)), raise_on_missing_output=False)
     except Exception:
         return None
     out = {}
@@ -144,9 +158,9 @@ def _add_pid_history(address: str, budget, items: list[dict]) -> None:
     restarted = sorted((a for a in items if a["num_restarts"] > 0),
                        key=lambda a: -a["num_restarts"])[:MAX_HISTORIES]
     for actor in restarted:
-        tasks = list_tasks(address=address, detail=True, limit=1000, timeout=int(budget.left(5)),
-                           raise_on_missing_output=False,
-                           filters=[("actor_id", "=", actor["actor_id"])])
+        tasks = bounded.listed("actors", list_tasks, address=address, detail=True, limit=1000,
+                               timeout=int(budget.left(5)), raise_on_missing_output=False,
+                               filters=[("actor_id", "=", actor["actor_id"])])
         actor["pids"] = sorted({(t.node_id, t.worker_pid) for t in tasks
                                 if t.worker_pid and t.node_id} | {(actor["node_id"], actor["pid"])},
                                key=str)
@@ -165,10 +179,11 @@ def collect_workers(conn, budget, cluster: dict | None,
     address = _require_state_api(cluster)
     items, truncated = [], False
     for exit_type in BAD_EXITS:
-        rows = list_workers(address=address, detail=True, limit=MAX_ROWS,
-                            timeout=int(budget.left(10)), raise_on_missing_output=False,
-                            filters=[("is_alive", "=", "False"), ("exit_type", "=", exit_type)])
-        truncated = truncated or len(rows) >= MAX_ROWS
+        rows = bounded.listed("workers", list_workers, address=address, detail=True,
+                              limit=MAX_ROWS, timeout=int(budget.left(10)),
+                              raise_on_missing_output=False,
+                              filters=[("is_alive", "=", "False"), ("exit_type", "=", exit_type)])
+        truncated = truncated or len(rows) >= bounded.limit_of(MAX_ROWS)
         for w in rows:
             items.append({
                 "worker_id": w.worker_id,
@@ -191,9 +206,10 @@ def _oom_tasks(address: str, budget) -> list[dict]:
     """Tasks and actor tasks that Ray's memory monitor failed with OUT_OF_MEMORY."""
     from ray.util.state import list_tasks
 
-    rows = list_tasks(address=address, detail=True, limit=1000, timeout=int(budget.left(10)),
-                      raise_on_missing_output=False,
-                      filters=[("error_type", "=", "OUT_OF_MEMORY")])
+    # the GCS filters on state (error_type is filtered after it has sent up to 10,000 tasks)
+    rows = bounded.listed("workers", list_tasks, address=address, detail=True, limit=1000,
+                          timeout=int(budget.left(10)), raise_on_missing_output=False,
+                          filters=[("state", "=", "FAILED"), ("error_type", "=", "OUT_OF_MEMORY")])
     return [{
         "task_id": t.task_id,
         "name": t.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rldoctor.cluster import bounded
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor.cluster.private import resource_demands
 
@@ -28,9 +29,10 @@ def collect(conn, budget, cluster: dict | None = None) -> dict:
     if demands["task_actor"] and address:
         from ray.util.state import list_actors
 
-        actors = list_actors(address=address, filters=[("state", "=", "PENDING_CREATION")],
-                             detail=True, limit=MAX_PENDING_ACTORS, timeout=int(budget.left(5)),
-                             raise_on_missing_output=False)
+        actors = bounded.listed("demands", list_actors, address=address,
+                                filters=[("state", "=", "PENDING_CREATION")], detail=True,
+                                limit=MAX_PENDING_ACTORS, timeout=int(budget.left(5)),
+                                raise_on_missing_output=False)
         demands["pending_actors"] = [
             {"actor_id": a.actor_id, "class_name": a.class_name, "name": a.name or "",
              "job_id": a.job_id, "required_resources": dict(a.required_resources or {}),
@@ -40,9 +42,9 @@ def collect(conn, budget, cluster: dict | None = None) -> dict:
     if demands["placement_groups"] and address:
         from ray.util.state import list_placement_groups
 
-        groups = list_placement_groups(address=address, filters=[("state", "=", "PENDING")],
-                                       limit=MAX_PENDING_ACTORS, timeout=int(budget.left(5)),
-                                       raise_on_missing_output=False)
+        groups = bounded.listed("demands", list_placement_groups, address=address,
+                                filters=[("state", "=", "PENDING")], limit=MAX_PENDING_ACTORS,
+                                timeout=int(budget.left(5)), raise_on_missing_output=False)
         names = {g.placement_group_id: (g.name or "", g.creator_job_id) for g in groups}
         for pg in demands["placement_groups"]:
             pg["name"], pg["creator_job_id"] = names.get(pg["pg_id"], ("", None))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 
+from rldoctor.cluster import bounded
 from rldoctor.cluster.actors import _require_state_api
 
 WINDOW_S = 24 * 3600.0
@@ -74,8 +75,8 @@ def collect(conn, budget, cluster: dict | None, actors=lambda: None) -> dict:
     address = _require_state_api(cluster)
     now = time.time()
     window_s = _window_s
-    rows = list_jobs(address=address, detail=True, limit=1000, timeout=int(budget.left(10)),
-                     raise_on_missing_output=False)
+    rows = bounded.listed("jobs", list_jobs, address=address, detail=True, limit=1000,
+                          timeout=int(budget.left(10)), raise_on_missing_output=False)
     kept = []
     import ray
 
@@ -300,8 +301,8 @@ def node_times(budget, cluster: dict | None) -> dict[str, dict]:
 
     address = _require_state_api(cluster)
     out = {}
-    for n in list_nodes(address=address, detail=True, limit=10_000, timeout=int(budget.left(5)),
-                        raise_on_missing_output=False):
+    for n in bounded.listed("jobs", list_nodes, address=address, detail=True, limit=10_000,
+                            timeout=int(budget.left(5)), raise_on_missing_output=False):
         out[n.node_id] = {"start_time": _seconds(getattr(n, "start_time_ms", None)),
                           "end_time": _seconds(getattr(n, "end_time_ms", None))}
     return out

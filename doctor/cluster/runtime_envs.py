@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 
+from rldoctor.cluster import bounded
 from rldoctor.node import probes
 from rldoctor.cluster.actors import MAX_ROWS, _require_state_api
 
@@ -42,8 +43,8 @@ def collect(conn, budget, cluster: dict | None) -> dict:
     address = _require_state_api(cluster)
     timeout = int(budget.left(10))
     jobs = []
-    for job in list_jobs(address=address, detail=True, limit=1000, timeout=timeout,
-                         raise_on_missing_output=False):
+    for job in bounded.listed("runtime_envs", list_jobs, address=address, detail=True, limit=1000,
+                              timeout=timeout, raise_on_missing_output=False):
         get = job.get if isinstance(job, dict) else (lambda k, j=job: getattr(j, k, None))
         status = str(getattr(get("status"), "value", get("status")) or "").rsplit(".", 1)[-1]
         error = str(getattr(get("error_type"), "value", get("error_type")) or "")
@@ -59,8 +60,9 @@ def collect(conn, budget, cluster: dict | None) -> dict:
                      "pending_s": round(time.time() - started / 1000, 1)
                      if status == "PENDING" and started else None})
     tasks = []
-    for t in list_tasks(address=address, detail=True, limit=MAX_ROWS, timeout=timeout,
-                        raise_on_missing_output=False, filters=[("error_type", "=", TASK_ERROR)]):
+    for t in bounded.listed("runtime_envs", list_tasks, address=address, detail=True,
+                            limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
+                            filters=[("state", "=", "FAILED"), ("error_type", "=", TASK_ERROR)]):
         if t.actor_id:  # an actor's calls fail with it; the actor itself is named (actors)
             continue
         info = t.runtime_env_info or {}

@@ -76,20 +76,24 @@ def quiet_ray():
 
 
 def _run_section(doc: dict, section: str, func: Callable[[], Any]) -> Any:
+    from rldoctor.cluster import bounded
+
     started = time.perf_counter()
+    value, ok = None, False
     try:
         value = func()
+        ok = True
     except Unavailable as exc:
-        doc["collectors"][section] = {"status": "unavailable", "reason": str(exc),
-                                      "duration_s": round(time.perf_counter() - started, 3)}
-        return None
+        doc["collectors"][section] = {"status": "unavailable", "reason": str(exc)}
     except Exception as exc:  # a collector that breaks costs its section only
-        doc["collectors"][section] = {"status": "error", "error": error_line(exc),
-                                      "duration_s": round(time.perf_counter() - started, 3)}
-        return None
-    doc["collectors"][section] = {"status": "ok",
-                                  "duration_s": round(time.perf_counter() - started, 3)}
-    doc[section] = value
+        doc["collectors"][section] = {"status": "error", "error": error_line(exc)}
+    if ok:
+        doc["collectors"][section] = {"status": "ok"}
+        doc[section] = value
+    doc["collectors"][section]["duration_s"] = round(time.perf_counter() - started, 3)
+    cut = bounded.take(section)  # the reads that came back full (bounded.listed)
+    if cut:
+        doc["collectors"][section]["truncated"] = cut
     return value
 
 

@@ -29,6 +29,7 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+from rldoctor.cluster import bounded
 from rldoctor.cluster.session import Unavailable, error_line
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor import words
@@ -102,13 +103,15 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
     started = time.perf_counter()
     timeout = int(budget.left(10))
     with ThreadPoolExecutor(max_workers=4) as pool:
-        calls = pool.submit(list_tasks, address=address, detail=True, limit=MAX_ROWS,
+        calls = pool.submit(bounded.listed, "training", list_tasks, address=address, detail=True,
+                            limit=MAX_ROWS,
                             timeout=timeout, raise_on_missing_output=False,
                             filters=[("type", "=", "ACTOR_TASK"), ("state", "!=", "FINISHED"),
                                      ("state", "!=", "FAILED")])
-        jobs = pool.submit(list_jobs, address=address, timeout=timeout,
-                           raise_on_missing_output=False)
-        workers = pool.submit(list_workers, address=address, detail=True, limit=MAX_ROWS,
+        jobs = pool.submit(bounded.listed, "training", list_jobs, address=address, limit=MAX_ROWS,
+                           timeout=timeout, raise_on_missing_output=False)
+        workers = pool.submit(bounded.listed, "training", list_workers, address=address,
+                              detail=True, limit=MAX_ROWS,
                               timeout=timeout, raise_on_missing_output=False,
                               filters=[("is_alive", "=", "True"), ("worker_type", "=", "WORKER")])
         steps = pool.submit(scrape_env_steps, nodes or [])
@@ -245,8 +248,8 @@ def _ended_on_purpose(runner: dict) -> bool:
 def _finished_durations(address: str, actor_id: str, timeout: int) -> list[float]:
     from ray.util.state import list_tasks
 
-    rows = list_tasks(address=address, detail=True, limit=PEER_HISTORY_ROWS, timeout=timeout,
-                      raise_on_missing_output=False,
+    rows = bounded.listed("training", list_tasks, address=address, detail=True,
+                          limit=PEER_HISTORY_ROWS, timeout=timeout, raise_on_missing_output=False,
                       filters=[("actor_id", "=", actor_id), ("state", "=", "FINISHED")])
     return [(t.end_time_ms - t.start_time_ms) / 1000 for t in rows
             if t.end_time_ms and t.start_time_ms and t.end_time_ms >= t.start_time_ms]

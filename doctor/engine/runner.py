@@ -40,6 +40,24 @@ def _why_missing(snap: Snapshot, section: str) -> tuple[str, str]:
     return "skipped", f"the snapshot has no '{section}' data"
 
 
+def _cut_reads(check: Check, snap: Snapshot) -> list[Note]:
+    """A note for each read of the check's sections that came back full (bounded reads:
+    `collectors.<section>.truncated`): what the check saw may not be all there is."""
+    notes = []
+    for requirement in check.requires:
+        for section in requirement.split("|"):
+            if not snap.has(section):
+                continue
+            for cut in snap.collector(section).get("truncated") or ():
+                filters = f" ({', '.join(cut.get('filters') or ())})" if cut.get("filters") else ""
+                notes.append(Note(
+                    f"snapshot.{section}",
+                    f"{section} read cut: {cut.get('read')}{filters} returned its limit of "
+                    f"{cut.get('limit')} rows; {cut.get('note') or 'rows beyond it were not read'}",
+                    dict(cut)))
+    return notes
+
+
 def _status_of(findings: list[Finding]) -> str:
     worst = max((f.severity for f in findings), default=None)
     return worst.label if worst else "ok"
@@ -83,6 +101,7 @@ def run_check(check: Check, snap: Snapshot, params: dict[str, Any] | None = None
                                f"returned {type(f).__name__}, not a Finding", origin=check.origin)
         f.code = f.code or check.code
         findings.append(f)
+    notes.extend(_cut_reads(check, snap))
     detail = "; ".join(([f"{len(findings)} finding(s)"] if findings else [])
                        + [n.message for n in notes])
     return CheckResult(check.code, check.name, _status_of(findings), duration, detail, findings,

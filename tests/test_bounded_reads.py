@@ -1,0 +1,161 @@
+"""Every read of Ray's state the collectors make is bounded, and a read that was cut says so.
+
+The scan is of the source (no timing): every call that names one of Ray's list functions
+(`ray.util.state.list_*`, a `JobSubmissionClient().list_jobs`, the GCS's `get_all_*_info`),
+called directly or handed to a helper or a thread pool, carries `limit=`; every state-API
+route the dashboard code asks for by URL carries `limit=` in its query.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from rldoctor.cluster import bounded
+from rldoctor.cluster.session import _run_section
+from rldoctor.engine.registry import Check
+from rldoctor.engine.runner import run_check
+from rldoctor.model import Finding, Severity
+from rldoctor.snapshot import Snapshot
+
+ROOT = Path(__file__).resolve().parent.parent / "doctor"
+FOLDERS = ("cluster", "job", "dashboard")
+READS = {"list_actors", "list_workers", "list_tasks", "list_jobs", "list_objects", "list_nodes",
+         "list_placement_groups", "list_runtime_envs", "list_cluster_events",
+         "get_all_job_info", "get_all_actor_info", "get_all_node_info", "get_all_worker_info",
+         "get_all_placement_group_info"}
+# summaries are counted by Ray's server over at most its own data-source cap (10,000 rows)
+UNBOUNDED_BY_DESIGN = {"summarize_actors", "summarize_tasks", "summarize_objects"}
+ROUTE = re.compile(r"/api/v0/(actors|tasks|workers|jobs|objects|nodes|placement_groups|"
+                   r"runtime_envs|cluster_events)\b")
+
+
+def _name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _modules():
+    for folder in FOLDERS:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def unbounded_reads(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name in READS:
+                    aliases[alias.asname or alias.name] = alias.name
+    names = READS | set(aliases)
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        named = [n for n in [node.func, *node.args] if _name(n) in names]
+        if named and not any(k.arg == "limit" for k in node.keywords):
+            bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {_name(named[0])}")
+    return bad
+
+
+def unbounded_routes(path: Path) -> list[str]:
+    bad, tree = [], ast.parse(path.read_text(), str(path))
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if id(node) in parts:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if ROUTE.search(text) and "limit=" not in text:
+            bad.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {text[:60]!r}")
+    return bad
+
+
+def test_every_state_read_of_the_collectors_carries_a_limit():
+    modules = list(_modules())
+    assert len(modules) > 20  # the scan sees the collectors
+    bad = [b for path in modules for b in unbounded_reads(path) + unbounded_routes(path)]
+    assert not bad, "reads without limit=:\n" + "\n".join(bad)
+
+
+def test_the_scan_finds_an_unbounded_read(tmp_path):
+    source = tmp_path / "collector.py"
+    source.write_text(
+        "from ray.util.state import list_tasks as lt, list_actors\n"
+        "def f(pool, address):\n"
+        "    lt(address=address, filters=[])\n"
+        "    pool.submit(list_actors, address=address)\n"
+        "    list_actors(address=address, limit=10)\n"
+        "    url = f'/api/v0/tasks?detail=1&filter_keys=x'\n"
+        "    ok = '/api/v0/actors?limit=10'\n")
+    old = globals()["ROOT"]
+    globals()["ROOT"] = tmp_path.parent
+    try:
+        reads = unbounded_reads(source)
+        routes = unbounded_routes(source)
+    finally:
+        globals()["ROOT"] = old
+    assert [r.split()[-1] for r in reads] == ["lt", "list_actors"]
+    assert [r.split(":")[1].split()[0] for r in reads] == ["3", "4"]
+    assert len(routes) == 1 and "tasks" in routes[0]
+
+
+def _rows(limit, n, filters=None, address=None):
+    return list(range(min(limit, n)))
+
+
+def test_a_read_that_fills_its_limit_is_recorded_in_its_section():
+    def section():
+        bounded.listed("actors", _rows, limit=5, n=9, filters=[("state", "=", "DEAD")])
+        bounded.listed("actors", _rows, limit=5, n=3)  # not full: not cut
+        return {"items": []}
+
+    doc = {"collectors": {}}
+    _run_section(doc, "actors", section)
+    assert doc["collectors"]["actors"]["truncated"] == [
+        {"read": "_rows", "limit": 5, "returned": 5, "filters": ["state = DEAD"]}]
+    assert doc["actors"] == {"items": []}
+    _run_section(doc, "workers", lambda: {"dead": []})
+    assert "truncated" not in doc["collectors"]["workers"]
+
+
+def test_the_cap_lowers_every_limit_and_a_failed_section_keeps_its_cut(monkeypatch):
+    monkeypatch.setattr(bounded, "CAP", 2)
+
+    def section():
+        assert bounded.listed("workers", _rows, limit=1000, n=9) == [0, 1]
+        raise RuntimeError("later step broke")
+
+    doc = {"collectors": {}}
+    _run_section(doc, "workers", section)
+    record = doc["collectors"]["workers"]
+    assert record["status"] == "error" and record["truncated"][0]["limit"] == 2
+    assert bounded.take("workers") == []
+
+
+def test_a_check_on_a_cut_section_says_so_in_its_notes():
+    def look(snap, params):
+        yield Finding(code="", severity=Severity.WARN, subject="a", message="m")
+
+    check = Check(code="RLD999", name="t", area="workers", requires=("actors|workers",),
+                  func=look)
+    cut = {"read": "list_actors", "limit": 1000, "returned": 1000, "filters": ["state = DEAD"]}
+    snap = Snapshot({"collectors": {"workers": {"status": "ok", "truncated": [cut]}},
+                     "workers": {"dead": []}})
+    result = run_check(check, snap)
+    assert len(result.findings) == 1
+    assert [n.subject for n in result.notes] == ["snapshot.workers"]
+    assert "list_actors (state = DEAD) returned its limit of 1000 rows" in result.notes[0].message
+    assert "workers read cut" in result.detail
+    clean = run_check(check, Snapshot({"collectors": {"workers": {"status": "ok"}},
+                                       "workers": {"dead": []}}))
+    assert clean.notes == []
