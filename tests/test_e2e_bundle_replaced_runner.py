@@ -26,7 +26,12 @@ DEAD_17 = """
 from ray.util.state import list_workers
 rows = list_workers(filters=[("is_alive", "=", "False"), ("exit_type", "=", "SYSTEM_ERROR")],
                     detail=True, raise_on_missing_output=False)
-print("=>", ",".join(f"{w.worker_id}:{w.pid}" for w in rows if "exit code 17" in (w.exit_detail or "")))
+# The raylet records os._exit(17) as the exit code when it reaps the worker first, or as the
+# connection's end of file when the socket closes first (seen on 2.60: "Worker unexpectedly
+# exits with a connection error code 2. End of file"); only the crashing runner dies here.
+print("=>", ",".join(f"{w.worker_id}:{w.pid}" for w in rows
+                     if "exit code 17" in (w.exit_detail or "")
+                     or "connection error code 2" in (w.exit_detail or "")))
 """
 
 
