@@ -248,8 +248,10 @@ def _ended_on_purpose(runner: dict) -> bool:
 def _finished_durations(address: str, actor_id: str, timeout: int) -> list[float]:
     from ray.util.state import list_tasks
 
-    rows = bounded.listed("training", list_tasks, address=address, detail=True,
-                          limit=PEER_HISTORY_ROWS, timeout=timeout, raise_on_missing_output=False,
+    # A sample of a peer's finished calls, full by design on any training past its first
+    # minutes: not a cut read (bounded.listed would note one on every training check).
+    rows = list_tasks(address=address, detail=True, limit=PEER_HISTORY_ROWS, timeout=timeout,
+                      raise_on_missing_output=False,
                       filters=[("actor_id", "=", actor_id), ("state", "=", "FINISHED")])
     return [(t.end_time_ms - t.start_time_ms) / 1000 for t in rows
             if t.end_time_ms and t.start_time_ms and t.end_time_ms >= t.start_time_ms]
