@@ -16,9 +16,8 @@ from typing import Any
 from rldoctor import node_state, words
 from rldoctor.errors import Undiagnosable
 
-SCHEMA = "rldoctor.snapshot/v1"
-SCHEMA_NAME = "rldoctor.snapshot"
-SCHEMA_MAJOR = 1
+from rldoctor.snapshot_document import (  # noqa: F401 (read from here on the client)
+    NOT_FROM_A_LIVE_CLUSTER, SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME, new_document)
 _SCHEMA_RE = re.compile(r"^rldoctor\.snapshot/v(\d+)(?:\.\d+)?$")
 
 
@@ -105,20 +104,6 @@ class Snapshot:
         return None if node is None else node_state.of(self, node)
 
 
-def new_document(source: dict[str, Any]) -> dict[str, Any]:
-    from datetime import datetime, timezone
-
-    from rldoctor import __version__
-
-    return {
-        "schema": SCHEMA,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "rldoctor_version": __version__,
-        "source": source,
-        "collectors": {},
-    }
-
-
 def validate(data: Any, origin: str) -> Snapshot:
     """Accept a v1 snapshot; refuse anything else with one clear line."""
     if not isinstance(data, dict):
@@ -170,13 +155,3 @@ def load(path: str | os.PathLike) -> Snapshot:
 
 def dumps(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
-
-
-# Sections a live `check` does not collect, and what fills them instead (the collectors mark
-# them skipped with this reason; the report's "skipped" part and `collect` read it too).
-NOT_FROM_A_LIVE_CLUSTER = {
-    "targets": "give --target MODULE:ATTR to check your env, callbacks or config",
-    "smoke": "run `rldoctor smoke-train` to train on the cluster",
-    "scaling": "run `rldoctor smoke-train --scaling 1,2,4` to measure scaling",
-    "runs": "give --run PATH (a Tune trial or experiment directory) to judge a run's results",
-}

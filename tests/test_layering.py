@@ -33,7 +33,10 @@ CLIENT_ONLY = ("rldoctor.checks", "rldoctor.report", "rldoctor.engine", "rldocto
                "rldoctor.cli", "rldoctor.diagnose", "rldoctor.runner", "rldoctor.registry",
                "rldoctor.muting", "rldoctor.docs", "rldoctor.output", "rldoctor.lint",
                "rldoctor.watch", "rldoctor.dashboard", "rldoctor.acquire", "rldoctor.inputs.targets",
-               "rldoctor.bundle")
+               "rldoctor.bundle", "rldoctor.cache",
+               # reading snapshot files and their per-node views: the cluster side only starts
+               # a document (rldoctor.snapshot_document)
+               "rldoctor.snapshot")
 # of the bundle, the cluster side may use only its stdlib-only file-format modules
 BUNDLE_FORMAT = ("rldoctor.bundle", "rldoctor.bundle.writer", "rldoctor.bundle.manifest")
 COLLECTORS = ("rldoctor.cluster", "rldoctor.node", "rldoctor.job", "rldoctor.inputs")

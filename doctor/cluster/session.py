@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from rldoctor.cluster import connect
 from rldoctor.errors import Undiagnosable, first_line
-from rldoctor.snapshot import NOT_FROM_A_LIVE_CLUSTER, new_document  # noqa: F401 (also read from here)
+from rldoctor.snapshot_document import NOT_FROM_A_LIVE_CLUSTER, new_document  # noqa: F401 (also read from here)
 
 DEFAULT_TIMEOUT_S = 30.0
 

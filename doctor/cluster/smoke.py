@@ -543,7 +543,7 @@ def _scaling_run(settings: SmokeSettings, count: int, nodes: list[dict],
 def run_smoke(opts: SmokeOptions, say: Callable[[str], None]) -> dict:
     """Run the smoke training (and the sweep) and return the snapshot document."""
     from rldoctor.cluster.session import quiet_ray
-    from rldoctor.snapshot import new_document
+    from rldoctor.snapshot_document import new_document
 
     if opts.env_runners is not None and opts.env_runners < 1:
         raise UsageError("--env-runners must be at least 1")

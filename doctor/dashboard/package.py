@@ -26,6 +26,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rldoctor.cache import cache_dir
+from rldoctor.dashboard import shipped_source
+
 FOLDERS = ("cluster", "node", "job")  # the cluster side: shipped whole, with what it imports
 NOT_SHIPPED = ("rldoctor.cluster.smoke", "rldoctor.node.smoke")  # smoke-train runs them from the client
 ROOTS = ("rldoctor.job.main",)
@@ -112,16 +115,52 @@ class Package:
         return f"gcs://{self.name}"
 
 
-def build() -> Package:
-    modules = shipped_modules()
-    members = sorted((archive_name(m, p), p.read_bytes()) for m, p in modules.items())
+def _members(modules: dict[str, Path]) -> list[tuple[str, bytes]]:
+    return sorted((archive_name(m, p), p.read_bytes()) for m, p in modules.items())
+
+
+def _digest(members: list[tuple[str, bytes]]) -> str:
     digest = hashlib.sha1()
+    for name, data in members:
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def _zipped(members: list[tuple[str, bytes]]) -> bytes:
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name, data in members:
-            digest.update(name.encode() + b"\0" + data + b"\0")
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
-    return Package(data=buffer.getvalue(), sha1=digest.hexdigest(), modules=sorted(modules))
+    return buffer.getvalue()
+
+
+def build() -> Package:
+    """The package of the sources installed here. Stripping them (shipped_source) takes
+    about 0.3 s, so the zip is kept in rldoctor's cache under the digest of the sources it
+    was made from: later runs with the same sources read it back."""
+    modules = shipped_modules()
+    members = _members(modules)
+    cache = cache_dir() / "packages"
+    source_digest = _digest(members)
+    for kept in sorted(cache.glob(f"{source_digest}-*.zip")) if cache.is_dir() else ():
+        try:
+            return Package(data=kept.read_bytes(), sha1=kept.stem.split("-", 1)[1],
+                           modules=sorted(modules))
+        except OSError:
+            break
+    stripped = [(name, shipped_source.strip(data.decode("utf-8")).encode("utf-8"))
+                for name, data in members]
+    pkg = Package(data=_zipped(stripped), sha1=_digest(stripped), modules=sorted(modules))
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in cache.glob("*.zip"):  # one package per rldoctor install is enough
+            old.unlink(missing_ok=True)
+        partial = cache / f".{source_digest}.partial"
+        partial.write_bytes(pkg.data)
+        partial.replace(cache / f"{source_digest}-{pkg.sha1}.zip")
+    except OSError:
+        pass  # a cache that cannot be written is not kept
+    return pkg
