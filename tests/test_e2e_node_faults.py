@@ -91,11 +91,22 @@ def test_the_head_under_a_1024_open_files_limit_is_rld107(limited_cluster, repor
 
 def test_the_recorded_snapshot_gives_the_same_findings_offline(limited_cluster, tmp_path):
     path = tmp_path / "snap.json"
-    done = run_rldoctor("collect", "--address", limited_cluster.address, "--output", str(path),
-                        env=limited_cluster.client_env())
-    assert done.code == 0, done
-    hosts = json.loads(path.read_text())["hosts"]
-    healthy = hosts[limited_cluster.nodes[1].node_id]
+    node1 = limited_cluster.nodes[1].node_id
+    for _ in range(3):
+        done = run_rldoctor("collect", "--address", limited_cluster.address, "--output", str(path),
+                            env=limited_cluster.client_env())
+        assert done.code == 0, done
+        doc = json.loads(path.read_text())
+        failed = (doc.get("versions") or {}).get("failed") or {}
+        # Node 1 builds the pip env of the needy actor meanwhile; on a loaded 2-core host its
+        # probe's worker can start after the stragglers' wait (seen in CI). A probe that did
+        # not answer in time while its raylet did is a slow node, said as such: look again.
+        if node1 not in failed:
+            break
+        assert failed[node1]["kind"] == "timeout" and failed[node1].get("raylet") == "answers", failed
+    hosts = doc["hosts"]
+    assert node1 in hosts, failed
+    healthy = hosts[node1]
     assert [p["soft"] for p in healthy["open_files"]["processes"] if p["role"] == "raylet"] != [1024]
     assert all(fs["used_fraction"] < 0.9 for fs in healthy["disk"]["filesystems"])
     offline = run_rldoctor("check", "--from", str(path), "--only", "RLD305,RLD107", "--format", "json")
