@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
+
+from rldoctor.cluster.dashboard_http import Dashboard, DashboardTimeout
+from rldoctor.errors import Undiagnosable
 
 DASHBOARD_TIMEOUT_S = 3.0  # it answers its health routes in milliseconds when it is well
 
 
-def dashboard_get(url: str, path: str, timeout_s: float) -> dict:
-    with urllib.request.urlopen(f"http://{url}{path}", timeout=timeout_s) as reply:
-        return json.loads(reply.read().decode("utf-8"))
+class _NoAnswer(Exception):
+    """The dashboard answered, but not what a health route answers."""
+
+
+def dashboard_get(dash: Dashboard, path: str, timeout_s: float) -> tuple[int, dict | None]:
+    """(status, the JSON object) of one GET; a non-JSON 200 answer is _NoAnswer."""
+    status, reply = dash.get_json(path, timeout_s=timeout_s)
+    if status == 200 and not isinstance(reply, dict):
+        raise _NoAnswer(f"{path} answered 200 without a JSON object")
+    if status not in (200, 404):
+        raise _NoAnswer(f"HTTP {status} from {path}")
+    return status, reply
 
 
 def collect(conn, budget) -> dict:
@@ -32,22 +41,24 @@ def collect(conn, budget) -> dict:
     if conn.dashboard_url:
         started = time.perf_counter()
         try:
-            try:
-                reply = dashboard_get(conn.dashboard_url, "/api/authentication_mode",
-                                      budget.left(DASHBOARD_TIMEOUT_S))
+            dash = Dashboard.of_cluster(conn.dashboard_url, timeout_s=DASHBOARD_TIMEOUT_S)
+            status, reply = dashboard_get(dash, "/api/authentication_mode",
+                                          budget.left(DASHBOARD_TIMEOUT_S))
+            if status == 200:
                 facts["auth_mode"] = reply.get("authentication_mode", facts["auth_mode"])
-            except urllib.error.HTTPError as exc:
-                if exc.code != 404:
-                    raise
+            else:
                 # Ray before 2.52: no such route, and no token authentication either
-                dashboard_get(conn.dashboard_url, "/api/version", budget.left(DASHBOARD_TIMEOUT_S))
+                status, _ = dashboard_get(dash, "/api/version", budget.left(DASHBOARD_TIMEOUT_S))
+                if status != 200:
+                    raise _NoAnswer(f"HTTP {status} from /api/version")
                 facts["auth_mode"] = "disabled"
             facts["state_api"] = True
             facts["dashboard_ms"] = round((time.perf_counter() - started) * 1000, 2)
-        except (OSError, ValueError) as exc:
+        except (Undiagnosable, _NoAnswer) as exc:
             waited = time.perf_counter() - started
-            facts["dashboard_error"] = (f"no answer within {waited:.1f}s" if "timed out" in str(exc)
-                                        else str(exc)[:200])
+            facts["dashboard_error"] = (f"no answer within {waited:.1f}s"
+                                        if isinstance(exc, DashboardTimeout)
+                                        else getattr(exc, "short", str(exc))[:200])
             facts["dashboard_waited_s"] = round(waited, 2)
             facts["state_api_error"] = (f"the dashboard at {conn.dashboard_url} (which serves Ray's "
                                         f"state API) did not answer: {facts['dashboard_error']}")

@@ -9,16 +9,12 @@ timeout of its own. Authenticated like Ray's own state API client when token aut
 from __future__ import annotations
 
 import json
-import socket
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
+from rldoctor.cluster.dashboard_http import Dashboard, DashboardError, DashboardTimeout
 from rldoctor.words import first_text_line
 
 REQUEST_TIMEOUT_S = 3.0
-_CHUNK = 64 * 1024
 
 
 class LogError(Exception):
@@ -30,55 +26,41 @@ class LogTimeout(LogError):
 
 
 class LogRoute:
+    """The dashboard's log routes, on the one dashboard client (rldoctor.cluster.dashboard_http):
+    its headers, and its errors in their few words."""
+
     def __init__(self, dashboard_url: str, headers: dict[str, str] | None = None,
-                 timeout_s: float = REQUEST_TIMEOUT_S):
-        self.base = dashboard_url if "://" in dashboard_url else f"http://{dashboard_url}"
-        self.headers = dict(headers or {})
+                 timeout_s: float = REQUEST_TIMEOUT_S, dashboard: Dashboard | None = None):
         self.timeout_s = timeout_s
+        if dashboard is None:
+            base = dashboard_url if "://" in dashboard_url else f"http://{dashboard_url}"
+            dashboard = Dashboard(base, timeout_s=timeout_s, auth_headers=headers)
+        self.dashboard = dashboard
+        self.base = dashboard.url
 
     def _get(self, path: str, params: dict, max_bytes: int) -> tuple[bytes, int]:
         """(the last `max_bytes` of the reply, bytes dropped from its front)."""
         params = dict(params, timeout=max(1, int(self.timeout_s) - 1))  # the server's own limit
-        url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
-        request = urllib.request.Request(url, headers=self.headers)
-        deadline = time.monotonic() + self.timeout_s
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as reply:
-                kept, total = bytearray(), 0
-                while True:
-                    chunk = reply.read(_CHUNK)
-                    if not chunk:
-                        break
-                    total += len(chunk)
-                    kept += chunk
-                    if len(kept) > max_bytes:
-                        del kept[:len(kept) - max_bytes]
-                    if time.monotonic() > deadline:
-                        raise LogTimeout(f"still sending after {self.timeout_s:g}s")
-                return bytes(kept), total - len(kept)
-        except urllib.error.HTTPError as exc:
-            body = exc.read(2000).decode("utf-8", errors="replace").strip()
-            if exc.code in (401, 403):
-                raise LogError(f"the dashboard refused the request (HTTP {exc.code}): check the "
-                               "auth token") from None
-            if "not found" in body.lower():
-                raise LogError("no such log on the node") from None
-            if "timeout" in body.lower() or "timed out" in body.lower() or "deadline" in body.lower():
-                raise LogTimeout(f"the node did not answer the dashboard in time ({_first(body)})") from None
-            if exc.code == 500 and "server got itself in trouble" in body.lower():
-                # aiohttp's bare 500: Ray 2.55's log route answers so for an empty file
-                raise LogError("HTTP 500 from the dashboard's log route without a reason (Ray "
-                               "2.5x answers so for an empty log file)") from None
-            raise LogError(f"HTTP {exc.code}: {_first(body)}") from None
-        except (socket.timeout, TimeoutError):
-            raise LogTimeout(f"no answer within {self.timeout_s:g}s") from None
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, (socket.timeout, TimeoutError)):
-                raise LogTimeout(f"no answer within {self.timeout_s:g}s") from None
-            raise LogError(f"dashboard unreachable: {getattr(reason, 'strerror', None) or reason}") from None
-        except (ConnectionError, OSError) as exc:
-            raise LogError(f"connection failed: {exc.strerror or exc}") from None
+            status, data, dropped = self.dashboard.read(
+                "GET", f"{path}?{urllib.parse.urlencode(params)}", timeout_s=self.timeout_s,
+                max_bytes=max_bytes)
+        except DashboardTimeout as exc:
+            raise LogTimeout(exc.short) from None
+        except DashboardError as exc:
+            raise LogError(exc.short) from None
+        if 200 <= status < 300:
+            return data, dropped
+        body = data[:2000].decode("utf-8", errors="replace").strip()
+        if "not found" in body.lower():
+            raise LogError("no such log on the node")
+        if "timeout" in body.lower() or "timed out" in body.lower() or "deadline" in body.lower():
+            raise LogTimeout(f"the node did not answer the dashboard in time ({_first(body)})")
+        if status == 500 and "server got itself in trouble" in body.lower():
+            # aiohttp's bare 500: Ray 2.55's log route answers so for an empty file
+            raise LogError("HTTP 500 from the dashboard's log route without a reason (Ray "
+                           "2.5x answers so for an empty log file)")
+        raise LogError(f"HTTP {status}: {_first(body)}")
 
     def list_files(self, node_id: str) -> list[str]:
         """Every log file name on the node (relative to its logs folder)."""
