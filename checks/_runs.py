@@ -1,11 +1,13 @@
 """A training's history, one kind of run record for every training check.
 
 A run record is {"path", "points", "settings", ...}; a point holds the figures of one
-iteration (`iteration`, `return_mean`, `runner_weights_seq_no`, `learners: {module id:
-{"weights_seq_no", ...}}`, ...). Two sources give one: a results file (`rldoctor check --run
-PATH`: the `runs` section, rows read by rldoctor.inputs.runs.point_of) and the smoke run
-(`from_smoke`, its curve read on the cluster by rldoctor.node.smoke.trim_result). The
-checks read both through the same helpers, one per question:
+iteration, as rldoctor.metric_numbers.point_of reads them from an RLlib result row
+(`iteration`, `return_mean`, `runner_weights_seq_no`, `learners: {module id:
+{"weights_seq_no", "total_loss", ...}}`, ...; a NaN kept as the text "NaN"). Two sources
+give one, read by that one reader: a results file (`rldoctor check --run PATH`: the `runs`
+section) and the smoke run (the `smoke` section, a run record as it stands: its `curve` is
+its points, its path "smoke-train", its target the run's). The checks read both through
+the same helpers, one per question:
 
 - the return: `series` (finite values only), judged by `judge_return` (did it improve at
   all, and for how many iterations has it not, against the run's own noise) and
@@ -31,8 +33,22 @@ LOSSES = ("total_loss", "policy_loss", "vf_loss", "vf_loss_unclipped", "mean_kl_
           "gradients_default_optimizer_global_norm")
 
 
+SMOKE_PATH = "smoke-train"
+
+
+def points(run: dict) -> list[dict]:
+    """The run's points: a results file's `points`, the smoke run's `curve`."""
+    return (run["points"] if "points" in run else run.get("curve")) or []
+
+
 def subject(run: dict) -> str:
-    return f"run:{run.get('path')}"
+    return f"run:{run.get('path', SMOKE_PATH)}"
+
+
+def missed_target(run: dict) -> bool:
+    """The run had a target return (the smoke run has one) and did not reach it."""
+    return run.get("target_return") is not None and not (
+        run.get("reached_target") or run.get("outcome") == "reached")
 
 
 def read_note(run: dict) -> dict:
@@ -43,7 +59,7 @@ def read_note(run: dict) -> dict:
 
 def series(run: dict, key: str) -> list[tuple[float, float]]:
     """(iteration, value) of a top-level point figure where it is a finite number."""
-    return [(p.get("iteration"), p[key]) for p in run.get("points") or [] if is_finite_number(p.get(key))]
+    return [(p.get("iteration"), p[key]) for p in points(run) if is_finite_number(p.get(key))]
 
 
 def jitter(values: list[float]) -> float:
@@ -57,7 +73,7 @@ def jitter(values: list[float]) -> float:
 def learner_values(run: dict, key: str) -> list[tuple[float, str, object]]:
     """(iteration, module id, value) of a learner figure in every point that has it."""
     out = []
-    for p in run.get("points") or []:
+    for p in points(run):
         for mid, figures in (p.get("learners") or {}).items():
             if key in figures:
                 out.append((p.get("iteration"), mid, figures[key]))
@@ -78,26 +94,11 @@ def weights_frozen(run: dict, recent: int) -> dict | None:
     return None
 
 
-def from_smoke(smoke: dict) -> dict:
-    """The smoke run as a run record: its curve's points in the shape of a results file's."""
-    points = []
-    for p in smoke.get("curve") or []:
-        point = {k: p.get(k) for k in ("iteration", "return_mean", "episodes",
-                                       "env_steps_lifetime", "runner_weights_seq_no")}
-        learner = p.get("learner_weights_seq_no")
-        point["learners"] = {"default_policy": {"weights_seq_no": learner}} \
-            if learner is not None else {}
-        points.append(point)
-    return {"path": "smoke-train", "points": points, "settings": smoke.get("settings") or {},
-            "target_return": smoke.get("target_return"),
-            "reached_target": smoke.get("outcome") == "reached"}
-
-
 def weight_gaps(run: dict) -> tuple[list[tuple[float, float]], list]:
     """([(iteration, learner minus runner weights_seq_no)], [iterations whose runners reported
     NaN]) over the points where the learner reported a number."""
     gaps, nan_runner = [], []
-    for p in run.get("points") or []:
+    for p in points(run):
         learner = [f.get("weights_seq_no") for f in (p.get("learners") or {}).values()
                    if is_finite_number(f.get("weights_seq_no"))]
         runner = p.get("runner_weights_seq_no")

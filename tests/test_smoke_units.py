@@ -17,7 +17,7 @@ from rldoctor.cluster import smoke
 from rldoctor.errors import Undiagnosable, UsageError
 from rldoctor.engine.registry import load_registry
 from rldoctor.engine.runner import run_checks
-from rldoctor.node.smoke import trim_result
+from rldoctor.metric_numbers import point_of
 from rldoctor.snapshot import Snapshot, load
 
 SMOKE_FIXTURES = sorted(p for p in (FIXTURES / "smoke").glob("*.json")
@@ -41,11 +41,12 @@ def _curve(returns, lag=None, start_seq=0):
     for i, ret in enumerate(returns, start=1):
         learner = start_seq + i
         gap = 1.0 if lag is None else lag[i - 1]
-        out.append({"iteration": i, "iter_s": 1.0, "elapsed_s": 20.0 + i, "return_mean": ret,
+        out.append({"iteration": i, "time_this_iter_s": 1.0, "elapsed_s": 20.0 + i, "return_mean": ret,
                     "env_steps": 1000.0, "env_steps_lifetime": 1000.0 * i, "steps_per_s": 1000.0,
                     "learner_update_s": 0.3, "sync_weights_s": 0.01, "sample_s": 0.6,
-                    "learner_weights_seq_no": float(learner), "runner_weights_seq_no": learner - gap,
-                    "runner_restarts": 0.0, "healthy_runners": 1.0})
+                    "learners": {"default_policy": {"weights_seq_no": float(learner)}},
+                    "runner_weights_seq_no": learner - gap,
+                    "runner_restarts": 0.0, "runners_healthy": 1.0})
     return out
 
 
@@ -114,7 +115,7 @@ def test_parse_scaling():
             smoke.parse_scaling(bad)
 
 
-def test_trim_result_keeps_rllib_keys_and_drops_nan():
+def test_the_smoke_point_keeps_rllib_keys_and_nan_as_text():
     result = {"training_iteration": 3, "time_this_iter_s": 0.7, "num_env_steps_sampled_lifetime": 3000,
               "env_runners": {"episode_return_mean": float("nan"), "num_env_steps_sampled": 1000,
                               "weights_seq_no": 2.0, "num_episodes": 40},
@@ -122,9 +123,9 @@ def test_trim_result_keeps_rllib_keys_and_drops_nan():
               "timers": {"env_runner_sampling_timer": 0.4, "learner_update_timer": 0.25,
                          "synch_weights": 0.01},
               "fault_tolerance": {"num_healthy_workers": 1, "num_remote_worker_restarts": 0}}
-    point = trim_result(result)
-    assert point["return_mean"] is None and point["env_steps_lifetime"] == 3000
-    assert point["learner_weights_seq_no"] - point["runner_weights_seq_no"] == 1
+    point = point_of(result)
+    assert point["return_mean"] == "NaN" and point["env_steps_lifetime"] == 3000
+    assert point["learners"]["default_policy"]["weights_seq_no"] - point["runner_weights_seq_no"] == 1
     assert point["learner_update_s"] == 0.25 and point["sync_weights_s"] == 0.01
     json.dumps(point, allow_nan=False)
 
@@ -297,13 +298,13 @@ def test_a_random_policys_jitter_is_not_learning():
 
 def test_the_smoke_trainer_travels_by_value_to_a_node_without_rldoctor():
     """register() ships remote.py and the number reader it uses by value: a Python that cannot
-    import rldoctor unpickles the trainer and trims a result (NaN dropped, numbers kept)."""
+    import rldoctor unpickles the trainer and reads a result (NaN kept as text, numbers kept)."""
     import ray.cloudpickle as cloudpickle
 
     from rldoctor.node import smoke as remote
 
     remote.register()
-    payload = cloudpickle.dumps((remote.SmokeTrainer, remote.trim_result))
+    payload = cloudpickle.dumps((remote.SmokeTrainer, remote.point_of))
     code = ("import pickle, sys\n"
             "class NoRldoctor:\n"
             "    def find_spec(self, name, path=None, target=None):\n"
@@ -313,12 +314,12 @@ def test_the_smoke_trainer_travels_by_value_to_a_node_without_rldoctor():
             "trainer, trim = pickle.loads(sys.stdin.buffer.read())\n"
             "point = trim({'training_iteration': 2, 'time_this_iter_s': 0.5,\n"
             "              'env_runners': {'episode_return_mean': float('nan'), 'weights_seq_no': 1}})\n"
-            "print(point['iteration'], point['iter_s'], point['return_mean'],\n"
+            "print(point['iteration'], point['time_this_iter_s'], point['return_mean'],\n"
             "      point['runner_weights_seq_no'], trainer.__name__,\n"
             "      sorted(m for m in sys.modules if m.startswith('rldoctor')))\n")
     proc = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True,
                           timeout=60)
-    assert proc.stdout.decode().split() == ["2", "0.5", "None", "1.0", "SmokeTrainer", "[]"], \
+    assert proc.stdout.decode().split() == ["2.0", "0.5", "NaN", "1.0", "SmokeTrainer", "[]"], \
         proc.stderr.decode()[-2000:]
 
 

@@ -5,9 +5,9 @@ Pure functions over the `smoke` and `scaling` sections that `rldoctor smoke-trai
 records (see rldoctor.cluster.smoke); they run the same on a live smoke run and on a
 recorded one (`rldoctor smoke-train --record FILE`, then `rldoctor check --from FILE`).
 
-RLD601 and RLD602 also read the `runs` section (`rldoctor check --run PATH`: Tune
-result.json files), RLD607 reads only that. The smoke run and a results file's run are one
-kind of run record (rldoctor.checks._runs), asked the same questions by the same helpers.
+RLD601, RLD602 and RLD607 also read the `runs` section (`rldoctor check --run PATH`: Tune
+result.json files). The smoke run and a results file's run are one kind of run record
+(rldoctor.checks._runs), read by one reader and asked the same questions by the same helpers.
 A common troubleshooting row ("training stalls: parameter sync
 broken: check the sync settings") becomes two measurements here: whether the return
 still improves (RLD601) and whether the env runners act with the learner's weights
@@ -75,7 +75,7 @@ def training_stall(snap, params):
     for run in snap.get("runs") or []:
         yield from _stall(run, params)
     if snap.has("smoke") and not _reached(snap["smoke"]) and snap["smoke"].get("curve"):
-        yield from _stall(_runs.from_smoke(snap["smoke"]), params)
+        yield from _stall(snap["smoke"], params)
 
 
 @check("RLD602", "stale-weights", area="training", requires=("smoke|runs",),
@@ -101,8 +101,9 @@ def stale_weights(snap, params):
         (RLD401). Make sure nothing disables weight sync, and on slow links raise
         `config.env_runners(sample_timeout_s=...)` rather than letting runners drift.
 
-        In a run's results, env runners that report no `weights_seq_no` at all (NaN)
-        while the learner's grows have not finished a sample with known weights.
+        In a run's results (a results file's or the smoke run's), env runners that report
+        no `weights_seq_no` at all (NaN) while the learner's grows have not finished a
+        sample with known weights.
 
     Advice:
         A common troubleshooting table says "training stalls: parameter sync broken: check
@@ -115,7 +116,7 @@ def stale_weights(snap, params):
         return
     smoke = snap["smoke"]
     limit = params["normal_lag"] + params["tolerance"]
-    gaps, _ = _runs.weight_gaps(_runs.from_smoke(smoke))
+    gaps, nan_runner = _runs.weight_gaps(smoke)
     learner_seq = (smoke.get("learner") or {}).get("final_weights_seq_no")
     behind = [{"worker_index": r.get("worker_index"), "node_id": r.get("node_id"),
                "node_ip": r.get("node_ip"), "weights_seq_no": r.get("final_weights_seq_no"),
@@ -124,14 +125,15 @@ def stale_weights(snap, params):
               if learner_seq is not None and r.get("final_weights_seq_no") is not None
               and learner_seq - r["final_weights_seq_no"] > limit]
     growing = _runs.lag_growing(gaps, params)
-    if not growing and not behind:
-        return
     evidence = {"normal_lag": params["normal_lag"],
                 "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]],
                 "learner_final_weights_seq_no": learner_seq, "runners_behind": behind}
     fix = ("Check the nodes of the runners that are behind: network (RLD201/RLD202), object "
            "store (RLD301) and restarts (RLD401); make sure the weights are synced after each "
            "update (RLlib does it by default on the new API stack).")
+    yield from _runners_report_nan(smoke, nan_runner, params, evidence, fix)
+    if not growing and not behind:
+        return
     if growing:
         yield warn(SUBJECT, f"env runners act with stale weights: they are {gaps[-1][1]:.1f} "
                    f"learner updates behind at iteration {gaps[-1][0]} (normal is about "
@@ -155,10 +157,9 @@ def _likely_cause(smoke: dict) -> tuple[str, str]:
                 "never came)",
                 "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 "
                 "dead nodes. Then retry with fewer --env-runners.")
-    run = _runs.from_smoke(smoke)
-    points = _runs.series(run, "return_mean")
+    points = _runs.series(smoke, "return_mean")
     judged = _runs.judge_return([v for _, v in points], STALL_PARAMS)
-    if judged is None or not judged["learned"] or _runs.weights_frozen(run, len(points)):
+    if judged is None or not judged["learned"] or _runs.weights_frozen(smoke, len(points)):
         return ("no learning progress: the return never rose (see RLD601)",
                 "See RLD601: check the learning rate and the learner's loss and KL numbers.")
     return ("the run learned, but not fast enough for the time budget",
@@ -309,7 +310,7 @@ def poor_scaling(snap, params):
 
 def _not_judged(run: dict) -> str | None:
     """Why a run cannot be judged at all (not RLlib, nothing readable), or None."""
-    if run.get("points"):
+    if _runs.points(run):
         return None
     if run.get("not_rllib_rows"):
         return (f"{run['not_rllib_rows']} row(s) of a trainable that is not RLlib (no "
@@ -334,7 +335,7 @@ def _stall(run: dict, params: dict):
     frozen = _runs.weights_frozen(run, min(50, max(params["patience"], len(points) // 3)))
     if judged["verdict"] == "rising" and not frozen:
         return
-    missed = run.get("target_return") is not None and not run.get("reached_target")
+    missed = _runs.missed_target(run)
     p = params["patience"]
     first_it, last_it = points[0][0], points[-1][0]
     since_it, best_it = points[judged["since_index"]][0], points[judged["best_index"]][0]
@@ -406,7 +407,13 @@ def _run_stale_weights(run: dict, params: dict):
                    f"learner updates behind at iteration {gaps[-1][0]:g} (normal is about "
                    f"{params['normal_lag']:g}), up from {gaps[-1 - window][1]:.1f} at iteration "
                    f"{gaps[-1 - window][0]:g}", evidence, fix)
-    recent = [p.get("iteration") for p in (run.get("points") or [])[-params["nan_iterations"]:]]
+    yield from _runners_report_nan(run, nan_runner, params, evidence, fix)
+
+
+def _runners_report_nan(run: dict, nan_runner: list, params: dict, evidence: dict, fix: str):
+    """RLD602 on a run (a results file's or the smoke run) whose env runners report NaN
+    weights_seq_no in its last `nan_iterations` iterations."""
+    recent = [p.get("iteration") for p in _runs.points(run)[-params["nan_iterations"]:]]
     if len(recent) == params["nan_iterations"] and all(it in nan_runner for it in recent):
         evidence["runner_weights_seq_no_nan_at"] = nan_runner[-12:]
         yield warn(_runs.subject(run), f"env runners report no weights_seq_no (NaN) in the last "
@@ -417,7 +424,7 @@ def _run_stale_weights(run: dict, params: dict):
                    "episodes that never end within sample_timeout_s. " + fix)
 
 
-@check("RLD607", "nan-metrics", area="training", requires=("runs",))
+@check("RLD607", "nan-metrics", area="training", requires=("smoke|runs",))
 def nan_metrics(snap, params):
     """NaN or infinite losses, returns or gradients in a training's results.
 
@@ -432,7 +439,8 @@ def nan_metrics(snap, params):
         that uses it follows), or the optimisation diverged (a learning rate too high, no
         gradient clipping, a loss term that explodes), after which the weights themselves
         are NaN. Counts such as `num_trainable_parameters` are NaN in healthy runs too and
-        are not judged.
+        are not judged. A smoke run's iterations (`rldoctor smoke-train`) are read and
+        judged like a results file's.
 
     Fix:
         When the return is NaN with episodes finishing, check the env's rewards and
@@ -440,15 +448,17 @@ def nan_metrics(snap, params):
         losses are, lower the learning rate and set `grad_clip`. Restart from the last
         checkpoint before the first NaN iteration (named in the evidence).
     """
-    for run in snap["runs"] or []:
-        points = run.get("points") or []
+    runs = list(snap.get("runs") or []) + ([snap["smoke"]] if snap.has("smoke") else [])
+    for run in runs:
+        points = _runs.points(run)
         bad: dict[str, list] = {}
         for p in points:
             for mid, figures in (p.get("learners") or {}).items():
                 for key in _runs.LOSSES:
                     if _runs.is_non_finite(figures.get(key)):
                         bad.setdefault(f"learners/{mid}/{key}", []).append(p.get("iteration"))
-            if _runs.is_non_finite(p.get("return_mean")) and (p.get("episodes") or 0) > 0:
+            if _runs.is_non_finite(p.get("return_mean")) and _runs.is_finite_number(p.get("episodes")) \
+                    and p["episodes"] > 0:
                 bad.setdefault("env_runners/episode_return_mean", []).append(p.get("iteration"))
         if not bad:
             continue
@@ -459,7 +469,7 @@ def nan_metrics(snap, params):
         cause = ("episodes finish with a NaN return, so the env's rewards (or observations) are "
                  "not finite" if rewards else "the returns stay finite, so the optimisation "
                  "diverged (learning rate, gradient clipping, a loss term that explodes)")
-        evidence = {**_runs.read_note(run), "first_bad_iteration": first,
+        evidence = {**(_runs.read_note(run) if run.get("file") else {}), "first_bad_iteration": first,
                     "metrics": {k: {"count": len(v), "first": v[0], "last": v[-1]}
                                 for k, v in sorted(bad.items())},
                     "iterations_judged": len(points),

@@ -9,7 +9,8 @@ Like the collectors, this module imports ray only inside functions: `rldoctor
 --help` stays light. It produces a snapshot document (schema rldoctor.snapshot/v1)
 with two sections that the checks in `rldoctor.checks.training.runs` read:
 
-    smoke    the run: outcome, settings, per-iteration curve, figures, where each
+    smoke    the run: outcome, settings, per-iteration curve (a run record's points as they
+             stand, read by rldoctor.metric_numbers.point_of), figures, where each
              env runner ran, and the checkpoint round trip
     scaling  the sweep over env-runner counts (`--scaling 1,2,4`), when asked for
 
@@ -29,6 +30,7 @@ from typing import Callable
 
 from rldoctor import words
 from rldoctor.errors import Undiagnosable, UsageError, last_line
+from rldoctor.metric_numbers import finite
 
 
 # ------------------------------------------------------------------------------------------
@@ -162,12 +164,13 @@ def compute_figures(smoke: dict) -> dict:
     """The smoke run's figures from its curve, timings and placement."""
     curve = smoke.get("curve") or []
     target = smoke.get("target_return")
-    iter_times = [c.get("iter_s") for c in curve]
+    # the curve is a run record's points (NaN kept as text): the figures read finite numbers
+    iter_times = [finite(c.get("time_this_iter_s")) for c in curve]
     total_time = sum(t for t in iter_times if t)
-    steps = curve[-1].get("env_steps_lifetime") if curve else None
-    returns = [c.get("return_mean") for c in curve if c.get("return_mean") is not None]
-    hit = next((c for c in curve if c.get("return_mean") is not None and target is not None
-                and c["return_mean"] >= target), None)
+    steps = finite(curve[-1].get("env_steps_lifetime")) if curve else None
+    returns = [finite(c.get("return_mean")) for c in curve if finite(c.get("return_mean")) is not None]
+    hit = next((c for c in curve if finite(c.get("return_mean")) is not None and target is not None
+                and finite(c["return_mean"]) >= target), None)
     runners = smoke.get("env_runners") or []
     runner_nodes = sorted({r.get("node_id") for r in runners if r.get("node_id")})
     figures = {
@@ -182,16 +185,16 @@ def compute_figures(smoke: dict) -> dict:
         "iteration_s_p95": _r(percentile(iter_times, 95)),
         "env_steps_sampled": steps,
         "env_steps_per_s": _r(steps / total_time, 1) if steps and total_time else None,
-        "steps_to_target": hit.get("env_steps_lifetime") if hit else None,
+        "steps_to_target": finite(hit.get("env_steps_lifetime")) if hit else None,
         "seconds_to_target": _r(hit.get("elapsed_s"), 2) if hit else None,
         "training_seconds_to_target": (_r(hit["elapsed_s"] - smoke["startup_s"], 2)
                                        if hit and smoke.get("startup_s") is not None else None),
         "best_return": _r(max(returns), 2) if returns else None,
         "final_return": _r(returns[-1], 2) if returns else None,
         "smoothing_episodes": (smoke.get("settings") or {}).get("smoothing_episodes"),
-        "learner_update_s_mean": _r(mean(c.get("learner_update_s") for c in curve), 4),
-        "weight_sync_s_mean": _r(mean(c.get("sync_weights_s") for c in curve), 4),
-        "sample_s_mean": _r(mean(c.get("sample_s") for c in curve), 4),
+        "learner_update_s_mean": _r(mean(finite(c.get("learner_update_s")) for c in curve), 4),
+        "weight_sync_s_mean": _r(mean(finite(c.get("sync_weights_s")) for c in curve), 4),
+        "sample_s_mean": _r(mean(finite(c.get("sample_s")) for c in curve), 4),
         "wall_s": _r(smoke.get("wall_s"), 2),
         "num_env_runners": smoke.get("num_env_runners"),
         "alive_nodes": len(smoke.get("nodes") or []),
@@ -199,7 +202,7 @@ def compute_figures(smoke: dict) -> dict:
         "learner_node_id": (smoke.get("learner") or {}).get("node_id"),
         "env_runners": [{"index": r.get("worker_index"), "node_id": r.get("node_id"),
                          "node_ip": r.get("node_ip")} for r in runners],
-        "runner_restarts": max((c.get("runner_restarts") or 0 for c in curve), default=0),
+        "runner_restarts": max((finite(c.get("runner_restarts")) or 0 for c in curve), default=0),
     }
     ckpt = smoke.get("checkpoint") or {}
     figures["checkpoint"] = {k: ckpt.get(k) for k in ("status", "mean_return", "returns", "save_s",
@@ -414,15 +417,15 @@ class _Trainer:
 
 
 def _progress_line(point: dict) -> str:
-    ret = point.get("return_mean")
+    ret = finite(point.get("return_mean"))
     best = point.get("best_return")
     sps = point.get("steps_per_s")
-    return (f"iter {point['iteration']:>3}  t={point['elapsed_s']:6.1f}s  "
+    return (f"iter {int(finite(point.get('iteration')) or 0):>3}  t={point['elapsed_s']:6.1f}s  "
             f"return {'-' if ret is None else f'{ret:6.1f}'}  "
             f"best {'-' if best is None else f'{best:6.1f}'}  "
             f"env steps/s {'-' if sps is None else f'{sps:7.0f}'}  "
-            f"steps {int(point.get('env_steps_lifetime') or 0):>7}  "
-            f"iter {point.get('iter_s') or 0:5.2f}s")
+            f"steps {int(finite(point.get('env_steps_lifetime')) or 0):>7}  "
+            f"iter {finite(point.get('time_this_iter_s')) or 0:5.2f}s")
 
 
 def _main_run(opts: SmokeOptions, nodes: list[dict], clock: Callable[[], float],
@@ -459,14 +462,16 @@ def _main_run(opts: SmokeOptions, nodes: list[dict], clock: Callable[[], float],
                 break
             point = trainer.train()
             point["elapsed_s"] = round(clock(), 3)
-            if point.get("iter_s") and point.get("env_steps"):
-                point["steps_per_s"] = round(point["env_steps"] / point["iter_s"], 1)
-            if point.get("return_mean") is not None:
-                best = point["return_mean"] if best is None else max(best, point["return_mean"])
+            iter_s, env_steps = finite(point.get("time_this_iter_s")), finite(point.get("env_steps"))
+            if iter_s and env_steps:
+                point["steps_per_s"] = round(env_steps / iter_s, 1)
+            ret = finite(point.get("return_mean"))
+            if ret is not None:
+                best = ret if best is None else max(best, ret)
             point["best_return"] = best
             smoke["curve"].append(point)
             say(_progress_line(point))
-            if point.get("return_mean") is not None and point["return_mean"] >= opts.target_return:
+            if ret is not None and ret >= opts.target_return:
                 smoke["outcome"] = "reached"
                 break
         smoke["stage"] = "checkpoint"
@@ -522,13 +527,13 @@ def _scaling_run(settings: SmokeSettings, count: int, nodes: list[dict],
         points = [trainer.train() for _ in range(max(2, settings.scaling_iterations))]
         measured = points[1:]  # the first iteration warms up
         run["iterations"] = len(measured)
-        total_s = sum(p["iter_s"] or 0 for p in measured)
-        steps = sum(p["env_steps"] or 0 for p in measured)
-        sample_s = sum(p["sample_s"] or 0 for p in measured)
+        total_s = sum(finite(p.get("time_this_iter_s")) or 0 for p in measured)
+        steps = sum(finite(p.get("env_steps")) or 0 for p in measured)
+        sample_s = sum(finite(p.get("sample_s")) or 0 for p in measured)
         run["mean_iter_s"] = round(total_s / len(measured), 3)
         run["env_steps_per_s"] = round(steps / total_s, 1) if total_s else None
         run["sample_steps_per_s"] = round(steps / sample_s, 1) if sample_s else None
-        run["learner_update_s"] = _r(mean(p.get("learner_update_s") for p in measured), 4)
+        run["learner_update_s"] = _r(mean(finite(p.get("learner_update_s")) for p in measured), 4)
         run["status"] = "ok"
         say(f"scaling: {count} env runner(s) on {run['nodes_used']} node(s): "
             f"{run['mean_iter_s']:.2f}s per iteration, {run['env_steps_per_s']:.0f} env steps/s")

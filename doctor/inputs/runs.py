@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rldoctor import words
 from rldoctor.errors import Undiagnosable
-from rldoctor.metric_numbers import json_number
+from rldoctor.metric_numbers import point_of  # noqa: F401 (the one result-row reader, re-exported)
 
 RESULT_FILE = "result.json"
 FULL_READ_BYTES = 64 * 2**20
@@ -82,41 +82,6 @@ def _settings_of(line: str) -> dict:
         return {}
     return {k: config[k] for k in SETTINGS if isinstance(config.get(k), (int, float, str))
             and not isinstance(config.get(k), bool) and len(str(config.get(k))) < 80}
-
-
-def _throughput(env: dict) -> float | None:
-    value = env.get("num_env_steps_sampled_lifetime_throughput")
-    if isinstance(value, dict):
-        value = value.get("throughput_since_last_reduce")
-    return json_number(value)
-
-
-def point_of(row: dict) -> dict | None:
-    """The figures one RLlib result row holds for the checks; None for a non-RLlib row."""
-    env = row.get("env_runners")
-    if not isinstance(env, dict):
-        return None
-    learners = row.get("learners") if isinstance(row.get("learners"), dict) else {}
-    modules = {mid: m for mid, m in learners.items() if isinstance(m, dict) and mid != "__all_modules__"}
-    point = {
-        "iteration": json_number(row.get("training_iteration")),
-        "time_total_s": json_number(row.get("time_total_s")),
-        "time_this_iter_s": json_number(row.get("time_this_iter_s")),
-        "return_mean": json_number(env.get("episode_return_mean")),
-        "episodes": json_number(env.get("num_episodes")),
-        "env_steps_lifetime": json_number(env.get("num_env_steps_sampled_lifetime",
-                                           row.get("num_env_steps_sampled_lifetime"))),
-        "env_steps_per_s": _throughput(env),
-        "runner_weights_seq_no": json_number(env.get("weights_seq_no")),
-        "runners_healthy": json_number((row.get("fault_tolerance") or {}).get("num_healthy_workers")),
-        "runners_dropped": json_number((row.get("fault_tolerance") or {}).get(
-            "num_env_runners_dropped_lifetime")),
-        "learners": {},
-    }
-    for mid, module in modules.items():
-        point["learners"][mid] = {k: json_number(module.get(k)) for k in ("weights_seq_no",) + LEARNER_HEALTH
-                                  if k in module}
-    return point
 
 
 class _Series:

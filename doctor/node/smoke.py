@@ -8,8 +8,9 @@ runners land on different nodes. The learner runs in this actor (num_learners=0)
 
 This module is shipped to the cluster by value (see `register`): nodes need
 nothing of rldoctor installed. At module level it imports only the standard library
-and rldoctor.metric_numbers and rldoctor.words (standard library only, shipped by value with it); ray,
-RLlib, torch and gymnasium are imported inside the methods, on the node. It must not
+and rldoctor.metric_numbers (the result-row reader) and rldoctor.words (standard library only,
+shipped by value with it); ray, RLlib, torch and gymnasium are imported inside the methods,
+on the node. It must not
 import any other part of rldoctor.
 """
 
@@ -18,32 +19,8 @@ from __future__ import annotations
 import os
 import time
 
-from rldoctor.metric_numbers import finite
+from rldoctor.metric_numbers import json_number, point_of
 from rldoctor.words import last_line
-
-
-def trim_result(result: dict) -> dict:
-    """The few numbers of one `Algorithm.train()` result that the smoke report keeps."""
-    runners = result.get("env_runners") or {}
-    learner = (result.get("learners") or {}).get("default_policy") or {}
-    timers = result.get("timers") or {}
-    faults = result.get("fault_tolerance") or {}
-    lifetime = result.get("num_env_steps_sampled_lifetime", runners.get("num_env_steps_sampled_lifetime"))
-    return {
-        "iteration": int(result.get("training_iteration") or 0),
-        "iter_s": finite(result.get("time_this_iter_s")),
-        "return_mean": finite(runners.get("episode_return_mean")),
-        "episodes": finite(runners.get("num_episodes")),
-        "env_steps": finite(runners.get("num_env_steps_sampled")),
-        "env_steps_lifetime": finite(lifetime),
-        "sample_s": finite(timers.get("env_runner_sampling_timer")),
-        "learner_update_s": finite(timers.get("learner_update_timer")),
-        "sync_weights_s": finite(timers.get("synch_weights")),
-        "runner_weights_seq_no": finite(runners.get("weights_seq_no")),
-        "learner_weights_seq_no": finite(learner.get("weights_seq_no")),
-        "healthy_runners": finite(faults.get("num_healthy_workers")),
-        "runner_restarts": finite(faults.get("num_remote_worker_restarts")),
-    }
 
 
 def build_config(settings: dict, num_env_runners: int, runner_cpus: float, main_cpus: float):
@@ -120,7 +97,10 @@ class SmokeTrainer:
                 "env_runners": sorted(runners, key=lambda r: r["worker_index"])}
 
     def train(self) -> dict:
-        return trim_result(self.algo.train())
+        """One iteration, read by the one result-row reader: the smoke curve's point is a run
+        record's point as it stands (NaN kept as text, for RLD607)."""
+        result = self.algo.train()
+        return point_of(result) or {"iteration": json_number(result.get("training_iteration")), "learners": {}}
 
     def round_trip(self, episodes: int, seed: int) -> dict:
         """Save the algorithm, stop it, restore a fresh one from the checkpoint, act with it.

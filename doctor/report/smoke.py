@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from rldoctor.metric_numbers import finite
+
 
 def figures(doc: dict) -> dict:
     """What goes into the JSON report's `figures`: the smoke figures, the curve, the sweep."""
@@ -121,7 +123,7 @@ def plot(fig: dict, path: str) -> None:
 
     curve = fig.get("curve") or []
     t = [p.get("elapsed_s") for p in curve]
-    ret = [p.get("return_mean") for p in curve]
+    ret = [finite(p.get("return_mean")) for p in curve]  # a NaN (kept as text) is a gap
     sps = [p.get("steps_per_s") for p in curve]
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True,
                                          gridspec_kw={"height_ratios": [2, 1]})
