@@ -274,8 +274,9 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
     # 116.9 KiB before the tree was laid out by side; + 7.7 KiB for the autoscaler collector (issue 33);
     # + 1 KiB for cluster/bounded.py, the bounded reads and what they cut (issue 35): 125 KiB;
     # 85.4 KiB once docstrings and comments stay home (shipped_source) and reading snapshots
-    # and bundles left the shipped modules (snapshot_document)
-    assert len(package.build().data) < 86 * 1024
+    # and bundles left the shipped modules (snapshot_document); + 2.3 KiB for
+    # cluster/dashboard_http.py, the one dashboard client both sides use (issue 31): 87.7 KiB
+    assert len(package.build().data) < 88 * 1024
 
 
 def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):
