@@ -137,6 +137,12 @@ def _zipped(members: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
+def _this_module():
+    import sys
+
+    return sys.modules[__name__]
+
+
 def build() -> Package:
     """The package of the sources installed here. Stripping them (shipped_source) takes
     about 0.3 s, so the zip is kept in rldoctor's cache under the digest of the sources it
@@ -144,7 +150,10 @@ def build() -> Package:
     modules = shipped_modules()
     members = _members(modules)
     cache = cache_dir() / "packages"
-    source_digest = _digest(members)
+    # The way they are stripped is part of what the zip is made from: a new stripper
+    # (this module or shipped_source) never reads back a zip the old one made.
+    makers = [(m.__name__, Path(m.__file__).read_bytes()) for m in (shipped_source, _this_module())]
+    source_digest = _digest(members + makers)
     for kept in sorted(cache.glob(f"{source_digest}-*.zip")) if cache.is_dir() else ():
         try:
             return Package(data=kept.read_bytes(), sha1=kept.stem.split("-", 1)[1],
