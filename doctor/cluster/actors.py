@@ -59,7 +59,7 @@ def _death_cause(cause: dict | None) -> dict | None:
     }
 
 
-def collect_actors(conn, budget, cluster: dict | None) -> dict:
+def collect_actors(conn, budget, cluster: dict | None, table) -> dict:
     from ray.util.state import list_actors, summarize_actors
 
     address = _require_state_api(cluster)
@@ -116,7 +116,7 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
             # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
             "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
     if any(a["state"] == "DEAD" for a in items):  # RLD401: a dead actor of an ended job is over
-        ended = ended_jobs(address, budget)
+        ended = ended_jobs(table)
         if ended is not None:
             out["ended_jobs"] = ended
     return out
@@ -125,23 +125,16 @@ def collect_actors(conn, budget, cluster: dict | None) -> dict:
 ENDED_JOB_STATES = ("SUCCEEDED", "FAILED", "STOPPED")
 
 
-def ended_jobs(address: str, budget) -> dict | None:
+def ended_jobs(table) -> dict | None:
     """{job id: end time in ms (None when Ray has none)} of the jobs whose driver has ended,
-    from Ray's job table; None when it could not be read (nothing is then known to be over)."""
-    from ray.util.state import list_jobs
-
+    from Ray's job table (rldoctor.cluster.job_table); None when it could not be read
+    (nothing is then known to be over)."""
     try:
-        rows = bounded.listed("actors", list_jobs, address=address, limit=MAX_ROWS,
-                              timeout=int(budget.left(5)), raise_on_missing_output=False)
+        rows = table.rows("actors")
     except Exception:
         return None
-    out = {}
-    for job in rows:
-        status = getattr(job, "status", None)
-        status = getattr(status, "value", status)
-        if job.job_id and str(status) in ENDED_JOB_STATES:
-            out[job.job_id] = getattr(job, "end_time", None) or None
-    return out
+    return {job["job_id"]: job["end_time"] or None for job in rows
+            if job["job_id"] and str(job["status"]).rsplit(".", 1)[-1] in ENDED_JOB_STATES}
 
 
 MAX_HISTORIES = 20

@@ -248,8 +248,8 @@ def preflight(address: str, auth: AuthDecision | None = None,
     in the GCS, the cluster's node table and the raylets running here. What cannot be read
     (an older GCS, no answer) leaves the decision to `ray.init`, as before.
     """
-    from rldoctor.cluster.private import (local_raylet_node_ids, node_table_without_driver,
-                                          recorded_cluster_versions)
+    from rldoctor.cluster.nodes import alive_ids, read_without_driver
+    from rldoctor.cluster.private import local_raylet_node_ids, recorded_cluster_versions
 
     here = versions_here()
     try:
@@ -264,8 +264,7 @@ def preflight(address: str, auth: AuthDecision | None = None,
     if not there:  # the GCS did not answer that: ray.init, bounded, will say what is wrong
         return
     try:
-        table, _ = node_table_without_driver(address)
-        alive = {n.get("NodeID") for n in table if n.get("Alive")}
+        alive = set(alive_ids(read_without_driver(address)))
         local = local_raylet_node_ids()
     except Exception:
         return

@@ -220,17 +220,16 @@ class Fleet:
         """`ask(calls, timeout_s)` on this fleet's probes (the ones that answered this round)."""
         return ask(self, calls, timeout_s, **wait)
 
-    def confirm_silent_nodes(self, budget) -> None:
+    def confirm_silent_nodes(self, budget, nodes: list[dict] | None) -> None:
         """Ask the raylet of every node whose probe failed whether it still answers.
 
         Two independent paths failing (the probe and the raylet's own gRPC port) is
         what tells a dead node from a busy one before the GCS notices.
         """
-        import ray
-
         from rldoctor.cluster.private import raylet_node_stats
+        from rldoctor.cluster.raylets import addresses
 
-        ports = {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"]) for n in ray.nodes()}
+        ports = addresses(nodes)  # of the nodes section
         for node_id, failure in self.failed.items():
             if node_id not in ports or failure.get("kind") == "silent":
                 continue

@@ -371,23 +371,19 @@ def _own_job_id() -> str | None:
 
 
 def _list_jobs(address: str) -> list[dict]:
-    from ray.util.state import list_jobs
+    from rldoctor.cluster.job_table import JobTable
 
-    rows = list_jobs(address=address, detail=True, limit=1000, timeout=STATE_TIMEOUT_S,
-                     raise_on_missing_output=False)
     out = []
-    for job in rows:
-        driver = job.get("driver_info") or {}
-        if not isinstance(driver, dict):
-            driver = {k: getattr(driver, k, None) for k in ("id", "node_ip_address", "pid")}
+    for job in JobTable(address, STATE_TIMEOUT_S).rows(None):
+        driver = job["driver_info"]
         out.append({
-            "job_id": job.get("job_id"), "submission_id": job.get("submission_id"),
-            "type": str(job.get("type") or ""), "status": str(job.get("status") or ""),
-            "entrypoint": job.get("entrypoint"), "start_time": job.get("start_time"),
-            "end_time": job.get("end_time"), "message": job.get("message"),
-            "error_type": job.get("error_type"), "runtime_env": job.get("runtime_env"),
-            "metadata": job.get("metadata"),
-            "driver": {"ip": driver.get("node_ip_address"), "node_id": job.get("driver_node_id"),
+            "job_id": job["job_id"], "submission_id": job["submission_id"],
+            "type": str(job["type"] or ""), "status": str(job["status"] or ""),
+            "entrypoint": job["entrypoint"], "start_time": job["start_time"],
+            "end_time": job["end_time"], "message": job["message"],
+            "error_type": job["error_type"], "runtime_env": job["runtime_env"],
+            "metadata": job["metadata"],
+            "driver": {"ip": driver.get("node_ip_address"), "node_id": job["driver_node_id"],
                        "pid": int(driver["pid"]) if str(driver.get("pid") or "").isdigit() else None},
         })
     for job in out:  # JobStatus / JobType enums read as "JobStatus.RUNNING" in some versions

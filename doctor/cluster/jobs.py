@@ -66,17 +66,15 @@ def _status(value) -> str:
     return str(value or "").rsplit(".", 1)[-1]
 
 
-def collect(conn, budget, cluster: dict | None, actors=lambda: None) -> dict:
-    """The `jobs` section. `actors()` gives the actors section (read side by side)."""
-    from ray.util.state import list_jobs
-
+def collect(conn, budget, cluster: dict | None, table, actors=lambda: None) -> dict:
+    """The `jobs` section from the job table (rldoctor.cluster.job_table.JobTable).
+    `actors()` gives the actors section (read side by side)."""
     from rldoctor.redact import redact
 
-    address = _require_state_api(cluster)
+    _require_state_api(cluster)
     now = time.time()
     window_s = _window_s
-    rows = bounded.listed("jobs", list_jobs, address=address, detail=True, limit=1000,
-                          timeout=int(budget.left(10)), raise_on_missing_output=False)
+    rows = table.rows("jobs")
     kept = []
     import ray
 

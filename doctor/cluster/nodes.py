@@ -1,4 +1,9 @@
-"""Every node the GCS knows, alive or dead, with Ray's death reason."""
+"""Every node the GCS knows, alive or dead, with Ray's death reason: the nodes section.
+
+The one reader of Ray's node table (`ray.nodes()`): every other part of rldoctor takes a
+node's address, ports, labels and resources from this section's rows (`read()` for a caller
+that has no snapshot, smoke-train's driver; tests/test_one_reader.py keeps it so).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +26,33 @@ NODE_PORTS = {"node_manager": "NodeManagerPort", "object_manager": "ObjectManage
 
 
 def collect(conn, budget) -> list[dict]:
+    return read()
+
+
+def read(free_required: bool = True) -> list[dict]:
+    """The nodes section, read now from the GCS of the cluster this driver joined. With
+    `free_required=False`, resources free now that cannot be read are left empty."""
     import ray
 
-    return rows(ray.nodes(), available_resources_per_node())
+    try:
+        free = available_resources_per_node()
+    except Exception:
+        if free_required:
+            raise
+        free = {}
+    return rows(ray.nodes(), free)
+
+
+def read_without_driver(gcs_address: str) -> list[dict]:
+    """The nodes section read straight from the GCS, before (or instead of) joining."""
+    from rldoctor.cluster.private import node_table_without_driver
+
+    return rows(*node_table_without_driver(gcs_address))
+
+
+def alive_ids(nodes: list[dict] | None) -> list[str]:
+    """The alive nodes of a nodes section; read now when the section is missing."""
+    return [n["node_id"] for n in (read() if nodes is None else nodes) if n.get("alive")]
 
 
 def rows(table: list[dict], available: dict[str, dict]) -> list[dict]:

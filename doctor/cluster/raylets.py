@@ -2,8 +2,8 @@
 
 `control_plane` pings every raylet (GetSystemConfig) and `objectstore` reads every raylet's
 store figures (GetNodeStats) through `fan_out`; both take the raylets' addresses from the
-snapshot's nodes section (rldoctor.cluster.nodes: `ip` and `ports.node_manager`), read from
-Ray's node table only when that section is missing. tests/test_discovery.py keeps raylet
+snapshot's nodes section (rldoctor.cluster.nodes: `ip` and `ports.node_manager`), read now
+(nodes.read) only when that section is missing. tests/test_discovery.py keeps raylet
 calls from growing a pool of their own.
 """
 
@@ -17,15 +17,13 @@ MAX_PARALLEL = 16
 
 def addresses(nodes: list[dict] | None) -> dict[str, tuple[str, int]]:
     """{node id: (ip, node manager port)} of the alive nodes of the nodes section."""
-    found = {n["node_id"]: (n.get("ip"), (n.get("ports") or {}).get("node_manager"))
-             for n in nodes or [] if n.get("alive")}
-    found = {node_id: where for node_id, where in found.items() if where[0] and where[1]}
-    if found or nodes:
-        return found
-    import ray  # no nodes section (it failed): Ray's node table, as the section reads it
+    if not nodes:  # no nodes section (it failed): read it now
+        from rldoctor.cluster import nodes as node_section
 
-    return {n["NodeID"]: (n["NodeManagerAddress"], n["NodeManagerPort"])
-            for n in ray.nodes() if n.get("Alive")}
+        nodes = node_section.read()
+    found = {n["node_id"]: (n.get("ip"), (n.get("ports") or {}).get("node_manager"))
+             for n in nodes if n.get("alive")}
+    return {node_id: where for node_id, where in found.items() if where[0] and where[1]}
 
 
 def fan_out(targets: dict[str, tuple[str, int]], call: Callable[[str, int], object],

@@ -20,7 +20,6 @@ import time
 
 from rldoctor.node import portprobe
 from rldoctor.cluster.fleet import ask
-from rldoctor.cluster.nodes import HEAD_RESOURCE, NODE_PORTS
 
 CONNECT_DEADLINE_S = 1.5  # Linux resends a lost SYN after 1 s: one lost packet is not a closed port
 ALL_PAIRS_UP_TO = 32
@@ -58,14 +57,17 @@ def plan(node_ids: list[str], sources: list[str], head: str | None) -> dict[str,
     return out
 
 
-def _endpoints(table: list[dict], gcs_address: str | None) -> tuple[dict, str | None]:
-    """({node id: {component: [host, port]}}, head node id) from Ray's node table."""
+def _endpoints(nodes: list[dict], gcs_address: str | None) -> tuple[dict, str | None]:
+    """({node id: {component: [host, port]}}, head node id) of the alive nodes of the nodes
+    section."""
     endpoints, head = {}, None
-    for n in table:
-        node_id, ip = n["NodeID"], n.get("NodeManagerAddress")
-        endpoints[node_id] = {name: [ip, int(n[key])] for name, key in NODE_PORTS.items()
-                              if n.get(key)}
-        if HEAD_RESOURCE in (n.get("Resources") or {}):
+    for n in nodes:
+        if not n.get("alive"):
+            continue
+        node_id, ip = n["node_id"], n.get("ip")
+        endpoints[node_id] = {name: [ip, int(port)] for name, port in (n.get("ports") or {}).items()
+                              if port}
+        if n.get("is_head"):
             head = node_id
     if head and gcs_address and ":" in gcs_address:
         host, _, port = gcs_address.rpartition(":")
@@ -134,13 +136,12 @@ def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, 
     return via
 
 
-def collect(conn, budget, fleet, gcs_address: str | None = None) -> dict:
-    import ray
+def collect(conn, budget, fleet, nodes: list[dict] | None, gcs_address: str | None = None) -> dict:
+    from rldoctor.cluster import nodes as node_section
 
     started = time.monotonic()
     portprobe.register()
-    table = [n for n in ray.nodes() if n.get("Alive")]
-    endpoints, head = _endpoints(table, gcs_address)
+    endpoints, head = _endpoints(node_section.read() if nodes is None else nodes, gcs_address)
     ranges, no_worker_port = _listen_on_worker_ports(fleet, endpoints, budget)
     relayed = _listen_through_a_peer(fleet, endpoints, ranges, no_worker_port, head, budget)
     node_ids = sorted(endpoints)

@@ -37,17 +37,17 @@ def _summary(env) -> dict:
     return probes.runtime_env_summary(env)
 
 
-def collect(conn, budget, cluster: dict | None) -> dict:
-    from ray.util.state import list_jobs, list_tasks
+def collect(conn, budget, cluster: dict | None, table) -> dict:
+    """The runtime_envs section; jobs from the job table (rldoctor.cluster.job_table)."""
+    from ray.util.state import list_tasks
 
     address = _require_state_api(cluster)
     timeout = int(budget.left(10))
     jobs = []
-    for job in bounded.listed("runtime_envs", list_jobs, address=address, detail=True, limit=1000,
-                              timeout=timeout, raise_on_missing_output=False):
-        get = job.get if isinstance(job, dict) else (lambda k, j=job: getattr(j, k, None))
-        status = str(getattr(get("status"), "value", get("status")) or "").rsplit(".", 1)[-1]
-        error = str(getattr(get("error_type"), "value", get("error_type")) or "")
+    for job in table.rows("runtime_envs"):
+        get = job.get
+        status = str(get("status") or "").rsplit(".", 1)[-1]
+        error = str(get("error_type") or "")
         message = str(get("message") or "")
         if error != JOB_ERROR and not (status == "PENDING"
                                        and any(w in message for w in PENDING_WORDS)):

@@ -110,7 +110,7 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
     doc.pop("probes", None)
     if record["status"] == "ok":
         _run_section(doc, "reach", lambda: reach.collect(
-            conn, budget, fleet, (doc.get("cluster") or {}).get("gcs_address")))
+            conn, budget, fleet, doc.get("nodes"), (doc.get("cluster") or {}).get("gcs_address")))
         blocked = reach.blocked_object_pairs(doc.get("reach"))  # pulls across them would hang
         _run_section(doc, "network", lambda: network.collect(
             conn, budget, fleet, doc.get("object_store"), blocked_pairs=blocked))
@@ -118,7 +118,7 @@ def _collect_from_fleet(doc: dict, conn, budget, fleet, silent: dict | None = No
             if "error" in entry and node_id not in fleet.failed:  # it went quiet mid-check
                 fleet.failed[node_id] = {"kind": "lost", "error": f"during round trips: {entry['error']}"}
         try:
-            fleet.confirm_silent_nodes(budget)
+            fleet.confirm_silent_nodes(budget, doc.get("nodes"))
         except Exception as exc:  # the second look is a bonus, never a reason to fail
             record.setdefault("note", error_line(exc))
         try:
@@ -149,11 +149,14 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
     from rldoctor.cluster import actors, demands, jobs, runtime_envs, training
+    from rldoctor.cluster.job_table import JobTable
+    from rldoctor.cluster.cluster_facts import state_api_address
 
     _import_before_threads()
     cluster = doc.get("cluster")
+    table = JobTable(state_api_address(cluster), budget.left(10))  # read once, by the first to ask
     listed = pool.submit(_run_section, doc, "actors",
-                         lambda: actors.collect_actors(conn, budget, cluster))
+                         lambda: actors.collect_actors(conn, budget, cluster, table))
 
     def own_workers() -> list | None:  # rldoctor's probes, left out of the dead workers
         return (listed.result() or {}).get("rldoctor_workers")
@@ -161,17 +164,17 @@ def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, obje
     side = [listed] + [pool.submit(_run_section, doc, name, func) for name, func in (
         ("demands", lambda: demands.collect(conn, budget, cluster)),
         ("workers", lambda: actors.collect_workers(conn, budget, cluster, own_workers)),
-        ("runtime_envs", lambda: runtime_envs.collect(conn, budget, cluster)),
-        ("jobs", lambda: _jobs_section(doc, conn, budget, cluster, listed)),
+        ("runtime_envs", lambda: runtime_envs.collect(conn, budget, cluster, table)),
+        ("jobs", lambda: _jobs_section(doc, conn, budget, cluster, table, listed)),
     )]
-    return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"))
+    return side, pool.submit(training.fetch_sources, conn, budget, cluster, doc.get("nodes"), table)
 
 
-def _jobs_section(doc: dict, conn, budget, cluster, listed) -> dict:
+def _jobs_section(doc: dict, conn, budget, cluster, table, listed) -> dict:
     """The jobs of the window (RLD405, the timeline), and when each dead node died."""
     from rldoctor.cluster import jobs
 
-    section = jobs.collect(conn, budget, cluster, lambda: listed.result())
+    section = jobs.collect(conn, budget, cluster, table, lambda: listed.result())
     try:
         jobs.add_node_times(doc, jobs.node_times(budget, cluster))
     except Exception as exc:  # the times are a bonus to the timeline
@@ -205,11 +208,9 @@ def _control_plane(doc: dict, pings) -> dict:
 
 
 def _alive_ids(doc: dict) -> list[str]:
-    if doc.get("nodes") is not None:
-        return [n["node_id"] for n in doc["nodes"] if n.get("alive")]
-    import ray
+    from rldoctor.cluster.nodes import alive_ids
 
-    return [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+    return alive_ids(doc.get("nodes"))
 
 
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -318,23 +318,17 @@ class _Cluster:
 
 
 def _alive_nodes() -> list[dict]:
-    import ray
+    """The alive nodes with their CPUs, total and free, from the nodes section read now."""
+    from rldoctor.cluster import nodes as node_section
 
-    from rldoctor.cluster.private import available_resources_per_node
-
-    try:
-        free = available_resources_per_node()
-    except Exception:
-        free = {}
-    nodes = []
-    for n in ray.nodes():
-        if not n.get("Alive"):
+    found = []
+    for n in node_section.read(free_required=False):
+        if not n.get("alive"):
             continue
-        total = float((n.get("Resources") or {}).get("CPU", 0.0))
-        nodes.append({"node_id": n["NodeID"], "node_ip": n.get("NodeManagerAddress"),
-                      "cpus": total,
-                      "free_cpus": float((free.get(n["NodeID"]) or {}).get("CPU", total))})
-    return sorted(nodes, key=lambda n: n["node_ip"] or "")
+        total = float(n["resources_total"].get("CPU", 0.0))
+        found.append({"node_id": n["node_id"], "node_ip": n.get("ip"), "cpus": total,
+                      "free_cpus": float(n["resources_available"].get("CPU", total))})
+    return sorted(found, key=lambda n: n["node_ip"] or "")
 
 
 class _Trainer:

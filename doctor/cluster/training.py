@@ -93,9 +93,10 @@ def scrape_env_steps(nodes: list[dict]) -> dict:
     return out
 
 
-def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) -> dict:
-    """Calls in flight on actors, jobs, live workers and RLlib's step counters."""
-    from ray.util.state import list_jobs, list_tasks, list_workers
+def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, table) -> dict:
+    """Calls in flight on actors, jobs (from the job table, rldoctor.cluster.job_table), live
+    workers and RLlib's step counters."""
+    from ray.util.state import list_tasks, list_workers
 
     address = state_api_address(cluster)
     if not address:
@@ -108,8 +109,7 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
                             timeout=timeout, raise_on_missing_output=False,
                             filters=[("type", "=", "ACTOR_TASK"), ("state", "!=", "FINISHED"),
                                      ("state", "!=", "FAILED")])
-        jobs = pool.submit(bounded.listed, "training", list_jobs, address=address, limit=MAX_ROWS,
-                           timeout=timeout, raise_on_missing_output=False)
+        jobs = pool.submit(table.rows, "training")
         workers = pool.submit(bounded.listed, "training", list_workers, address=address,
                               detail=True, limit=MAX_ROWS,
                               timeout=timeout, raise_on_missing_output=False,
@@ -120,7 +120,7 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
                        "actor_id": t.actor_id, "node_id": t.node_id, "worker_pid": t.worker_pid,
                        "start_time_ms": t.start_time_ms, "creation_time_ms": t.creation_time_ms}
                       for t in calls.result() if t.actor_id],
-            "jobs": {j.job_id: _job(j) for j in jobs.result() if j.job_id},
+            "jobs": {j["job_id"]: _job(j) for j in jobs.result() if j["job_id"]},
             "workers": {(w.node_id, w.pid): {"worker_id": w.worker_id,
                                              "start_time_ms": w.start_time_ms or
                                              w.worker_launched_time_ms}
@@ -131,17 +131,16 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None) 
         }
 
 
-def _job(job) -> dict:
-    """What an on-call engineer needs of a job; never its runtime_env (secrets live there)."""
-    driver = getattr(job, "driver_info", None)
-    status = getattr(job, "status", None)
-    kind = getattr(job, "type", None)
-    return {"job_id": job.job_id, "status": getattr(status, "value", status),
-            "type": getattr(kind, "value", kind),
-            "submission_id": getattr(job, "submission_id", None),
-            "entrypoint": " ".join(str(getattr(job, "entrypoint", "") or "").split())[:200],
-            "driver_pid": int(driver.pid) if driver and driver.pid else None,
-            "driver_ip": getattr(driver, "node_ip_address", None) if driver else None}
+def _job(job: dict) -> dict:
+    """What an on-call engineer needs of a job (a job_table row); never its runtime_env
+    (secrets live there)."""
+    driver = job["driver_info"]
+    pid = driver.get("pid")
+    return {"job_id": job["job_id"], "status": job["status"], "type": job["type"],
+            "submission_id": job["submission_id"],
+            "entrypoint": " ".join(str(job["entrypoint"] or "").split())[:200],
+            "driver_pid": int(pid) if str(pid or "").isdigit() else None,
+            "driver_ip": driver.get("node_ip_address")}
 
 
 # -- assembling the trainings ----------------------------------------------------------------
