@@ -46,7 +46,7 @@ def missing_tools() -> str | None:
         return "network namespaces need root"
     for tool in ("ip", "iptables"):
         if not shutil.which(tool):
-            return f"`{tool}` is not installed (make install-netns installs it)"
+            return f"`{tool}` is not installed (make system-tools installs it)"
     return None
 
 

@@ -137,6 +137,8 @@ def _listen_through_a_peer(fleet, endpoints: dict, ranges: dict, missing: dict, 
 
 
 def collect(conn, budget, fleet, nodes: list[dict] | None, gcs_address: str | None = None) -> dict:
+    import ray
+
     from rldoctor.cluster import nodes as node_section
 
     started = time.monotonic()

@@ -148,7 +148,7 @@ def _import_before_threads() -> None:
 def submit_state_api_sections(pool, doc: dict, conn, budget) -> tuple[list, object]:
     """Demands, actors, workers and the trainings' sources, read side by side in `pool`:
     ([the sections' futures], the future of training.fetch_sources)."""
-    from rldoctor.cluster import actors, demands, jobs, runtime_envs, training
+    from rldoctor.cluster import actors, demands, runtime_envs, training
     from rldoctor.cluster.job_table import JobTable
     from rldoctor.cluster.cluster_facts import state_api_address
 
