@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from rldoctor.cluster import bounded
-from rldoctor.cluster.session import _run_section
+from rldoctor.cluster.sections import Context, Section, run
 from rldoctor.engine.registry import Check
 from rldoctor.engine.runner import run_check
 from rldoctor.model import Finding, Severity
@@ -109,6 +109,11 @@ def test_the_scan_finds_an_unbounded_read(tmp_path):
     assert len(routes) == 1 and "tasks" in routes[0]
 
 
+def _collect(doc: dict, name: str, func) -> None:
+    """One section run by the collection's scheduler, as a live snapshot runs it."""
+    run(Context(None, None, None, doc), {name: Section(name, lambda ctx: func())})
+
+
 def _rows(limit, n, filters=None, address=None):
     return list(range(min(limit, n)))
 
@@ -120,11 +125,11 @@ def test_a_read_that_fills_its_limit_is_recorded_in_its_section():
         return {"items": []}
 
     doc = {"collectors": {}}
-    _run_section(doc, "actors", section)
+    _collect(doc, "actors", section)
     assert doc["collectors"]["actors"]["truncated"] == [
         {"read": "_rows", "limit": 5, "returned": 5, "filters": ["state = DEAD"]}]
     assert doc["actors"] == {"items": []}
-    _run_section(doc, "workers", lambda: {"dead": []})
+    _collect(doc, "workers", lambda: {"dead": []})
     assert "truncated" not in doc["collectors"]["workers"]
 
 
@@ -136,7 +141,7 @@ def test_the_cap_lowers_every_limit_and_a_failed_section_keeps_its_cut(monkeypat
         raise RuntimeError("later step broke")
 
     doc = {"collectors": {}}
-    _run_section(doc, "workers", section)
+    _collect(doc, "workers", section)
     record = doc["collectors"]["workers"]
     assert record["status"] == "error" and record["truncated"][0]["limit"] == 2
     assert bounded.take("workers") == []

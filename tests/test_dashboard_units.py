@@ -276,7 +276,8 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
     # 85.4 KiB once docstrings and comments stay home (shipped_source) and reading snapshots
     # and bundles left the shipped modules (snapshot_document); + 2.3 KiB for
     # cluster/dashboard_http.py, the one dashboard client both sides use (issue 31), - 2.4 KiB
-    # once signatures travel without their annotations: 85.2 KiB
+    # once signatures travel without their annotations: 85.2 KiB; + 2.6 KiB for the collector
+    # contract (cluster/sections.py, issue 31), - 2.6 KiB with one space per block level: 85.9 KiB
     assert len(package.build().data) < 86 * 1024
 
 
@@ -612,3 +613,28 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_shipped_sources_are_reindented_on_the_same_lines_and_strings_untouched():
+    """One space per block level; continuation lines one more; a line inside a string or a
+    multi-line f-string keeps its spaces; every shipped module keeps its syntax tree."""
+    import ast
+
+    from rldoctor.dashboard import package, shipped_source
+
+    code = ('class A:\n    def f(self, x,\n              y):\n        s = """a\n    b"""\n'
+            '        if x:\n            return (x +\n                    y)\n'
+            '        t = f"""{x}\n    {y}"""\n        return s, t\n')
+    out = shipped_source.reindent(code)
+    assert out.splitlines() == ["class A:", " def f(self, x,", "  y):", '  s = """a', '    b"""',
+                                "  if x:", "   return (x +", "    y)", '  t = f"""{x}', '    {y}"""',
+                                "  return s, t"]
+    namespace = {}
+    exec(compile(out, "m.py", "exec"), namespace)
+    assert namespace["A"]().f(0, 2) == ("a\n    b", "0\n    2") and namespace["A"]().f(1, 2) == 3
+    assert shipped_source.reindent("def f(:\n    pass\n") == "def f(:\n    pass\n"  # not Python
+    for module, path in package.shipped_modules().items():
+        text = shipped_source.strip(path.read_text())
+        out = shipped_source.shipped(path.read_text())
+        assert out.count("\n") == text.count("\n"), module
+        assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(text)), module

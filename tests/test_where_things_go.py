@@ -54,8 +54,8 @@ def _is_lint_rule(folder: Path) -> bool:
 
 
 def _is_collector_section(folder: Path) -> bool:
-    """A module that fills a snapshot section: a `collect` function or a declared section."""
-    return any(re.search(r"^def collect\w*\(|^@section\(", p.read_text(), re.M) for p in _modules(folder))
+    """A module that declares a snapshot section (`@section`, rldoctor.cluster.sections)."""
+    return any(re.search(r"^@section\(", p.read_text(), re.M) for p in _modules(folder))
 
 
 def _is_node_side(folder: Path) -> bool:

@@ -1,6 +1,8 @@
 """The driver side: what joins a live cluster through Ray and reads it (cluster side).
 
-    session.py        collect_snapshot / LiveSession: join, fill the snapshot section by section, leave
+    session.py        collect_snapshot / LiveSession: join, run every section found, leave
+    sections.py       the collector contract: `@section(name, needs=...)` declares a section, found
+                      in this folder's modules and run as soon as what it needs is read
     connect.py, auth.py, private.py   joining (addresses, versions, token), the cluster's auth mode,
                       private Ray calls (each at its one place)
     fleet.py          one probe actor per node; `ask`, the one fan-out to the probes

@@ -12,6 +12,7 @@ from typing import Callable
 from rldoctor.cluster import bounded
 from rldoctor.cluster.session import Unavailable
 from rldoctor.cluster.cluster_facts import state_api_address
+from rldoctor.cluster.sections import section
 
 MAX_ROWS = 10_000  # the state API server's cap (RAY_MAX_LIMIT_FROM_API_SERVER)
 # Dead actors are history (the GCS keeps up to 100,000): read apart from the live ones, and
@@ -213,3 +214,15 @@ def _oom_tasks(address: str, budget) -> list[dict]:
         "error_message": " ".join(str(t.error_message or "").split())[:2000],
         "end_time_ms": t.end_time_ms,
     } for t in rows]
+
+
+@section("actors", needs=("cluster", "job_table"))
+def actors_section(ctx) -> dict:
+    return collect_actors(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.value("job_table"))
+
+
+@section("workers", needs=("cluster", "actors"))
+def workers_section(ctx) -> dict:
+    """The dead workers, without rldoctor's own probes (listed by the actors section)."""
+    return collect_workers(ctx.conn, ctx.budget, ctx.doc.get("cluster"),
+                           lambda: (ctx.doc.get("actors") or {}).get("rldoctor_workers"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from rldoctor.cluster.sections import section
 
 EVENTS_TAIL_BYTES = 256 * 1024
 MAX_EVENTS = 50
@@ -470,3 +471,8 @@ def v1_request_resources(raw: bytes | None) -> list[dict]:
         else:
             counted.append({"shape": shape, "count": 1})
     return counted
+
+
+@section("autoscaler", needs=("nodes", "probe_followup"))  # the probes answer one call at a time
+def autoscaler_section(ctx) -> dict:
+    return collect(ctx.conn, ctx.budget, ctx.fleet, ctx.doc.get("nodes"))

@@ -6,6 +6,7 @@ import time
 
 from rldoctor.cluster.dashboard_http import Dashboard, DashboardTimeout
 from rldoctor.errors import Undiagnosable
+from rldoctor.cluster.sections import section
 
 DASHBOARD_TIMEOUT_S = 3.0  # it answers its health routes in milliseconds when it is well
 
@@ -73,3 +74,9 @@ def state_api_address(doc_cluster: dict | None) -> str | None:
     if doc_cluster and doc_cluster.get("state_api") and doc_cluster.get("dashboard_url"):
         return "http://" + doc_cluster["dashboard_url"]
     return None
+
+
+@section("cluster", needs=("nodes",))
+def cluster_section(ctx) -> dict:
+    """Ray's version, the GCS and dashboard addresses and how fast they answered."""
+    return collect(ctx.conn, ctx.budget)

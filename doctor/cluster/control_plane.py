@@ -15,6 +15,7 @@ import time
 
 from rldoctor.cluster.raylets import addresses, fan_out
 from rldoctor.cluster.session import error_line
+from rldoctor.cluster.sections import section
 
 PING_DEADLINE_S = 2.0
 # `_system_config` entries a check needs, kept from each raylet's answer (never the rest).
@@ -84,3 +85,32 @@ def _refused(exc: BaseException) -> bool:
         return callable(code) and code().name == "UNAUTHENTICATED"
     except Exception:
         return False
+
+
+@section("raylet_pings", needs=("nodes",), keep=False)
+def raylet_pings_step(ctx) -> RayletPings:
+    """Every alive raylet pinged in the background while the rest is read."""
+    return RayletPings(ctx.doc.get("nodes"))
+
+
+@section("silent_raylets", needs=("raylet_pings",), keep=False)
+def silent_raylets_step(ctx) -> dict[str, str]:
+    """{node id: why}: the raylets that did not answer their ping in time."""
+    pings = ctx.value("raylet_pings")
+    silent = {node_id: f"no answer to a ping (GetSystemConfig) within {PING_DEADLINE_S:g}s"
+              for node_id in (pings.silent() if pings else ())}
+    ctx.timing["raylets_pinged_s"] = ctx.budget.elapsed()
+    return silent
+
+
+@section("control_plane", needs=("silent_raylets", "cluster", "actors", "workers", "demands"))
+def control_plane_section(ctx) -> dict:
+    """What the GCS, the dashboard and every raylet took to answer (RLD104, RLD101)."""
+    cluster = ctx.doc.get("cluster") or {}
+    state_api = {name: ctx.record(name).get("duration_s") for name in ("actors", "workers", "demands")}
+    pings = ctx.value("raylet_pings")
+    return {"gcs": {"first_call_ms": cluster.get("gcs_ms"), "rpc": "GetClusterId"},
+            "dashboard": {"ms": cluster.get("dashboard_ms"), "error": cluster.get("dashboard_error"),
+                          "waited_s": cluster.get("dashboard_waited_s"),
+                          "url": cluster.get("dashboard_url"), "state_api_calls_s": state_api},
+            "raylets": pings.section() if pings else {}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rldoctor.cluster import bounded
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor.cluster.private import resource_demands
+from rldoctor.cluster.sections import section
 
 MAX_PENDING_ACTORS = 1000
 
@@ -49,3 +50,8 @@ def collect(conn, budget, cluster: dict | None = None) -> dict:
         for pg in demands["placement_groups"]:
             pg["name"], pg["creator_job_id"] = names.get(pg["pg_id"], ("", None))
     return demands
+
+
+@section("demands", needs=("cluster",))
+def demands_section(ctx) -> dict:
+    return collect(ctx.conn, ctx.budget, ctx.doc.get("cluster"))

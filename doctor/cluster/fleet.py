@@ -16,6 +16,7 @@ from typing import Any
 
 from rldoctor.cluster.session import error_line
 from rldoctor.node import probes
+from rldoctor.cluster.sections import section
 
 PROBE_TIMEOUT_S = 8.0
 # Once most probes have answered, how long the rest are waited for (see Asked.wait).
@@ -248,3 +249,37 @@ class Fleet:
             self._kill(actor)
         self._by_node.clear()
         self.actors.clear()
+
+
+@section("probe_fleet", needs=("nodes",), keep=False)
+def probe_fleet_step(ctx) -> None:
+    """One probe worker started on every alive node, while the rest is read."""
+    from rldoctor.cluster.nodes import alive_ids
+
+    ctx.fleet.start(alive_ids(ctx.doc.get("nodes")))
+    ctx.timing["probes_started_s"] = ctx.budget.elapsed()
+
+
+@section("probes", needs=("probe_fleet", "silent_raylets"), keep=False)
+def probes_step(ctx) -> None:
+    """Each probe's facts of its node; one round fills `versions` and `hosts`."""
+    ctx.fleet.gather(ctx.budget, ctx.value("silent_raylets"))
+
+
+@section("probe_followup", needs=("network",), requires=("probes",), keep=False)
+def probe_followup_step(ctx) -> None:
+    """A second look at the nodes whose probe went quiet, and Ray's words about them."""
+    from rldoctor.cluster.node_logs import read_for_failed_probes
+
+    record = ctx.record("probes")
+    for node_id, entry in ((ctx.doc.get("network") or {}).get("nodes") or {}).items():
+        if "error" in entry and node_id not in ctx.fleet.failed:  # it went quiet mid-check
+            ctx.fleet.failed[node_id] = {"kind": "lost", "error": f"during round trips: {entry['error']}"}
+    try:
+        ctx.fleet.confirm_silent_nodes(ctx.budget, ctx.doc.get("nodes"))
+    except Exception as exc:  # the second look is a bonus, never a reason to fail
+        record.setdefault("note", error_line(exc))
+    try:
+        read_for_failed_probes(ctx.doc, ctx.fleet, time.monotonic() + ctx.budget.left(3.0))
+    except Exception as exc:  # Ray's words are a bonus too
+        record.setdefault("note", error_line(exc))

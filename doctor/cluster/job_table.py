@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 
 from rldoctor.cluster import bounded
+from rldoctor.cluster.sections import section
 
 JOB_ROWS = 10_000  # the state API server's cap (RAY_MAX_LIMIT_FROM_API_SERVER)
 _FIELDS = ("job_id", "submission_id", "type", "status", "error_type", "entrypoint", "message",
@@ -71,3 +72,11 @@ class JobTable:
         return [row(job) for job in list_jobs(
             address=self.address, detail=True, limit=self._limit,
             timeout=max(1, int(self.timeout_s)), raise_on_missing_output=False)]
+
+
+@section("job_table", needs=("cluster",), keep=False)
+def job_table_step(ctx) -> "JobTable":
+    """The one job table of the snapshot, read by the first section that asks for it."""
+    from rldoctor.cluster.cluster_facts import state_api_address
+
+    return JobTable(state_api_address(ctx.doc.get("cluster")), ctx.budget.left(10))

@@ -17,6 +17,7 @@ import time
 
 from rldoctor.cluster import bounded
 from rldoctor.cluster.actors import _require_state_api
+from rldoctor.cluster.sections import section
 
 WINDOW_S = 24 * 3600.0
 JOB_LIMIT = 50
@@ -321,3 +322,21 @@ def add_actor_end_times(doc: dict) -> None:
         if actor.get("state") == "DEAD" and "end_time" not in actor:
             w = dead.get((actor.get("node_id"), actor.get("pid")))
             actor["end_time"] = _seconds((w or {}).get("end_time_ms"))
+
+
+@section("jobs", needs=("cluster", "job_table", "actors"))
+def jobs_section(ctx) -> dict:
+    """The jobs of the window (RLD405, the timeline), and when each dead node died."""
+    cluster = ctx.doc.get("cluster")
+    section = collect(ctx.conn, ctx.budget, cluster, ctx.value("job_table"),
+                      lambda: ctx.doc.get("actors"))
+    try:
+        add_node_times(ctx.doc, node_times(ctx.budget, cluster))
+    except Exception as exc:  # the times are a bonus to the timeline
+        section.setdefault("notes", []).append(f"node times not read: {_one_line(exc)}")
+    return section
+
+
+@section("actor_end_times", needs=("actors", "workers"), keep=False)
+def actor_end_times_step(ctx) -> None:
+    add_actor_end_times(ctx.doc)

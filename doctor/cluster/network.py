@@ -22,6 +22,7 @@ import time
 from rldoctor.cluster.session import error_line
 from rldoctor.cluster.fleet import ask
 from rldoctor.words import percentile
+from rldoctor.cluster.sections import section
 
 DEFAULT_ROUNDS = 20
 MAX_PINGS_TOTAL = 2000  # pings per collection; rounds shrink as nodes grow
@@ -252,3 +253,12 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
         result["nodes"][node_id] = entry
     _recheck(fleet, result, result["baseline_node_id"], object_bytes, budget)
     return result
+
+
+@section("network", needs=("reach", "object_store"), requires=("probes",))
+def network_section(ctx) -> dict:
+    """Round trips and object pulls, never across a pair whose object managers cannot connect."""
+    from rldoctor.cluster.reach import blocked_object_pairs
+
+    return collect(ctx.conn, ctx.budget, ctx.fleet, ctx.doc.get("object_store"),
+                   blocked_pairs=blocked_object_pairs(ctx.doc.get("reach")))

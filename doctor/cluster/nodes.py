@@ -8,6 +8,7 @@ that has no snapshot, smoke-train's driver; tests/test_one_reader.py keeps it so
 from __future__ import annotations
 
 from rldoctor.cluster.private import available_resources_per_node
+from rldoctor.cluster.sections import section
 
 # NodeDeathInfo.Reason in Ray's gcs.proto
 DEATH_REASONS = {
@@ -81,3 +82,9 @@ def rows(table: list[dict], available: dict[str, dict]) -> list[dict]:
         })
     out.sort(key=lambda node: (not node["is_head"], not node["alive"], node["node_id"]))
     return out
+
+
+@section("nodes")
+def nodes_section(ctx) -> list[dict]:
+    """Every node Ray knows, alive and dead, with its resources and ports."""
+    return collect(ctx.conn, ctx.budget)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rldoctor.cluster.private import raylet_node_stats
 from rldoctor.cluster.raylets import addresses, fan_out
 from rldoctor.cluster.session import error_line
+from rldoctor.cluster.sections import section
 
 PER_NODE_TIMEOUT_S = 5.0
 
@@ -27,3 +28,8 @@ def collect(conn, budget, nodes: list[dict] | None, silent: dict[str, str] | Non
             except Exception as exc:  # one silent raylet costs its own figures only
                 out["failed"][node_id] = error_line(exc, 200)
     return out
+
+
+@section("object_store", needs=("nodes", "silent_raylets"))
+def object_store_section(ctx) -> dict:
+    return collect(ctx.conn, ctx.budget, ctx.doc.get("nodes"), ctx.value("silent_raylets"))

@@ -20,6 +20,7 @@ import time
 
 from rldoctor.node import portprobe
 from rldoctor.cluster.fleet import ask
+from rldoctor.cluster.sections import section
 
 CONNECT_DEADLINE_S = 1.5  # Linux resends a lost SYN after 1 s: one lost packet is not a closed port
 ALL_PAIRS_UP_TO = 32
@@ -205,3 +206,9 @@ def blocked_object_pairs(section: dict | None) -> set[frozenset]:
     pulled across such a pair would wait until its timeout, so it is not measured."""
     return {frozenset((f["source"], f["target"])) for f in (section or {}).get("failures") or []
             if f["component"] == "object_manager"}
+
+
+@section("reach", needs=("nodes", "cluster"), requires=("probes",))
+def reach_section(ctx) -> dict:
+    return collect(ctx.conn, ctx.budget, ctx.fleet, ctx.doc.get("nodes"),
+                   (ctx.doc.get("cluster") or {}).get("gcs_address"))

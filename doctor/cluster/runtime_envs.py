@@ -14,6 +14,7 @@ import time
 from rldoctor.cluster import bounded
 from rldoctor.node import probes
 from rldoctor.cluster.actors import MAX_ROWS, _require_state_api
+from rldoctor.cluster.sections import section
 
 JOB_ERROR = "RUNTIME_ENV_SETUP_FAILURE"
 TASK_ERROR = "RUNTIME_ENV_SETUP_FAILED"
@@ -72,3 +73,8 @@ def collect(conn, budget, cluster: dict | None, table) -> dict:
                       "runtime_env": _summary(info.get("serialized_runtime_env")),
                       "end_time_ms": t.end_time_ms})
     return {"jobs": jobs, "tasks": tasks}
+
+
+@section("runtime_envs", needs=("cluster", "job_table"))
+def runtime_envs_section(ctx) -> dict:
+    return collect(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.value("job_table"))

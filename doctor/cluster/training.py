@@ -33,6 +33,7 @@ from rldoctor.cluster import bounded
 from rldoctor.cluster.session import Unavailable, error_line
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor import words
+from rldoctor.cluster.sections import section
 
 MAX_ROWS = 10_000
 METRICS_TIMEOUT_S = 2.0
@@ -298,3 +299,29 @@ def look_closer(section: dict, cluster: dict | None, fleet, budget) -> None:
         key = f"{member.get('node_id')}:{member.get('pid')}"
         if key in section["stacks"]:
             member["stack_id"] = key
+
+
+@section("training_sources", needs=("cluster", "nodes", "job_table"), keep=False)
+def training_sources_step(ctx) -> dict:
+    """What the trainings are made of besides their actors: jobs, metrics, Tune's state."""
+    return fetch_sources(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.doc.get("nodes"),
+                         ctx.value("job_table"))
+
+
+@section("training", needs=("actors", "actor_end_times", "training_sources", "nodes", "cluster",
+                            "autoscaler"))  # after the autoscaler: its probes answer one call at a time
+def training_section(ctx) -> dict:
+    """The RLlib trainings on the cluster, then a closer look at their long calls."""
+    from rldoctor.cluster import identity
+
+    collectors = ctx.doc["collectors"]
+    if ctx.doc.get("actors") is None:
+        raise Unavailable("no actor list: " + (collectors.get("actors") or {}).get(
+            "reason", (collectors.get("actors") or {}).get("error", "not collected")))
+    sources = ctx.record("training_sources")
+    if sources.get("status") != "ok":
+        raise RuntimeError(sources.get("error") or sources.get("reason") or "no training sources")
+    section = assemble(ctx.doc["actors"], ctx.value("training_sources"), ctx.doc.get("nodes"))
+    look_closer(section, ctx.doc.get("cluster"), ctx.fleet, ctx.budget)
+    identity.identify(section, ctx.fleet, ctx.budget)  # a bare algo.train() loop: which algorithm, env
+    return section

@@ -9,6 +9,7 @@ open-files limits and Ray's own log lines of probes.node_limits_here).
 from __future__ import annotations
 
 from rldoctor.node import probes
+from rldoctor.cluster.sections import section
 
 
 def versions_section(fleet) -> dict:
@@ -19,3 +20,13 @@ def versions_section(fleet) -> dict:
 
 def hosts_section(fleet) -> dict:
     return {nid: f["host"] for nid, f in fleet.facts.items()}
+
+
+@section("versions", needs=("probe_followup",), record_of="probes")
+def versions_of_the_probes(ctx) -> dict:
+    return versions_section(ctx.fleet)
+
+
+@section("hosts", needs=("probe_followup",), record_of="probes")
+def hosts_of_the_probes(ctx) -> dict:
+    return hosts_section(ctx.fleet)

@@ -160,7 +160,7 @@ def build() -> Package:
                            modules=sorted(modules))
         except OSError:
             break
-    stripped = [(name, shipped_source.strip(data.decode("utf-8")).encode("utf-8"))
+    stripped = [(name, shipped_source.shipped(data.decode("utf-8")).encode("utf-8"))
                 for name, data in members]
     pkg = Package(data=_zipped(stripped), sha1=_digest(stripped), modules=sorted(modules))
     try:

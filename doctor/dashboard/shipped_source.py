@@ -1,5 +1,6 @@
-"""What a module loses on its way into the shipped package: its docstrings, its comments and
-the annotations of its functions' parameters and returns.
+"""What a module loses on its way into the shipped package: its docstrings, its comments,
+the annotations of its functions' parameters and returns, and three of every four spaces of
+its indentation.
 
 The cluster only runs the code, so the package carries none of the prose around it (nor the
 annotations: every module defers them with `from __future__ import annotations`, and nothing
@@ -63,6 +64,11 @@ def _without_annotations(text: str) -> str:
     return out
 
 
+def shipped(text: str) -> str:
+    """`text` as it travels to the cluster: stripped, then reindented."""
+    return reindent(strip(text))
+
+
 def strip(text: str) -> str:
     """`text` without docstrings, comments and signature annotations, on the same lines.
     Text that is not valid Python is returned as it is (the cluster's own import then says
@@ -95,3 +101,49 @@ def _strip_prose(text: str) -> str:
         if len(node.body) == 1:
             lines[first] = " " * doc.col_offset + "pass\n"
     return "".join(line if line.strip() else "\n" for line in lines)
+
+
+def reindent(text: str) -> str:
+    """`text` with one space per block level instead of four, on the same lines: the package
+    is deflated one module at a time, and leading spaces are most of what the prose left.
+    A continuation line gets one more space than its statement; a line that starts inside a
+    string is left as it is. Text whose syntax tree would change is returned as it is."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        before = ast.dump(ast.parse(text))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return text
+    lines = text.splitlines(keepends=True)
+    depth, in_statement, fstrings = 0, False, []  # fstrings: the rows the open f-strings start on
+    levels: dict[int, int] = {}  # row -> spaces for the rows that may move
+    inside: set[int] = set()  # rows that start inside a string
+    for tok in tokens:
+        kind = tok.type
+        if kind == tokenize.INDENT:
+            depth += 1
+            continue
+        if kind == tokenize.DEDENT:
+            depth -= 1
+            continue
+        row = tok.start[0] - 1
+        if kind not in (tokenize.NL, tokenize.NEWLINE) and row not in levels and not fstrings:
+            levels[row] = depth + (1 if in_statement else 0)
+        if tok.end[0] > tok.start[0] and kind not in (tokenize.NL, tokenize.NEWLINE):
+            inside.update(range(tok.start[0], tok.end[0]))
+        name = tokenize.tok_name.get(kind, "")
+        if name == "FSTRING_START":  # Python 3.12 and later tokenize inside f-strings
+            fstrings.append(row)
+        elif name == "FSTRING_END":
+            inside.update(range(fstrings.pop() + 1, tok.end[0]))
+        if kind == tokenize.NEWLINE:
+            in_statement = False
+        elif kind not in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+            in_statement = True
+    for row, spaces in levels.items():
+        if row not in inside and row < len(lines):
+            lines[row] = " " * spaces + lines[row].lstrip(" \t")
+    out = "".join(lines)
+    try:
+        return out if ast.dump(ast.parse(out)) == before else text
+    except SyntaxError:
+        return text
