@@ -94,6 +94,9 @@ def test_healthy_cluster_is_up_with_no_restart_finding(watching):
     assert [s["metric"]["status"] for s in statuses] == ["ok"]
     # kept between rounds: one probe per node of the 3-node cluster, never more
     assert prom.query("rldoctor_probes")[0]["value"][1] == "3"
+    # a steady round: the first one also joins the cluster and starts the probes (about 4 s
+    # on a loaded 2-core host), so the duration is read once a second round was scraped
+    assert wait_until(lambda: prom.query("sum(rldoctor_rounds_total) >= 2"), TWO_ROUNDS_S), prom.log_tail()
     rounds = float(prom.query("rldoctor_run_duration_seconds")[0]["value"][1])
     assert 0 < rounds < INTERVAL_S
 
