@@ -166,3 +166,27 @@ def test_sections_filled_by_one_round_share_its_record():
     run(ctx, failed)
     assert "versions" not in ctx.doc
     assert ctx.doc["collectors"]["versions"]["error"].startswith("ZeroDivisionError")
+
+
+def test_a_section_that_runs_alone_starts_first_and_nothing_runs_beside_it():
+    """The probes' start runs alone: the sections that become ready with it wait until it is
+    over, and the ones that started before it are not held back."""
+    spans: dict[str, tuple[float, float]] = {}
+
+    def timed(name, seconds):
+        def collect(ctx):
+            started = time.monotonic()
+            time.sleep(seconds)
+            spans[name] = (started, time.monotonic())
+        return collect
+
+    found = {"nodes": Section("nodes", timed("nodes", 0.05)),
+             "early": Section("early", timed("early", 0.4)),
+             "pings": Section("pings", timed("pings", 0.05), needs=("nodes",)),
+             "fleet": Section("fleet", timed("fleet", 0.2), needs=("nodes",), alone=True),
+             "facts": Section("facts", timed("facts", 0.05), needs=("nodes",))}
+    run(_ctx(), found)
+    fleet_start, fleet_end = spans["fleet"]
+    assert spans["pings"][0] >= fleet_end and spans["facts"][0] >= fleet_end
+    assert spans["early"][0] < fleet_start < spans["early"][1]  # already running: not held back
+    assert spans["fleet"][0] - spans["nodes"][1] < 0.1

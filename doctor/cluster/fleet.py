@@ -251,7 +251,7 @@ class Fleet:
         self.actors.clear()
 
 
-@section("probe_fleet", needs=("nodes",), keep=False)
+@section("probe_fleet", needs=("nodes",), keep=False, alone=True)
 def probe_fleet_step(ctx) -> None:
     """One probe worker started on every alive node, while the rest is read."""
     from rldoctor.cluster.nodes import alive_ids

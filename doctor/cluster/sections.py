@@ -11,7 +11,9 @@ A module of this folder declares each section it fills with `@section`:
 or this one is not run and says which one it waited for. A step (`keep=False`) is part of the
 collection whose value feeds other sections, not the snapshot (the probe fleet's start, the
 raylet pings). `record_of` names the section whose collector record this one shares (one probe
-round fills `versions` and `hosts`).
+round fills `versions` and `hosts`). A section that runs `alone` starts before the sections that
+become ready with it, and none starts while it runs: the probes' start is the longest path of
+a snapshot, and threads beside it would only slow it down.
 
 `found()` imports every module of the folder and keeps what they declare, like the checks
 registry; `run(ctx, found())` starts each section as soon as what it needs is over, side by
@@ -44,6 +46,7 @@ class Section:
     requires: tuple[str, ...] = ()
     keep: bool = True
     record_of: str | None = None
+    alone: bool = False
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -52,12 +55,12 @@ class Section:
 
 
 def section(name: str, *, needs: Iterable[str] = (), requires: Iterable[str] = (),
-            keep: bool = True, record_of: str | None = None):
+            keep: bool = True, record_of: str | None = None, alone: bool = False):
     """Declare the decorated `(ctx) -> value` as the collector of snapshot section `name`."""
 
     def wrap(func):
         func.__rldoctor_section__ = Section(name, func, tuple(needs), tuple(requires), keep,
-                                            record_of)
+                                            record_of, alone)
         return func
 
     return wrap
@@ -173,10 +176,11 @@ def run(ctx: Context, sections: dict[str, Section], workers: int = 8) -> None:
     over: set[str] = set()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rldoctor-section") as pool:
         while pending or running:
-            for name, s in list(pending.items()):
-                if all(n in over for n in s.after):
-                    running[pool.submit(_run_one, ctx, s)] = name
-                    del pending[name]
+            ready = [s for s in pending.values() if all(n in over for n in s.after)]
+            if not any(sections[n].alone for n in running.values()):
+                for s in [s for s in ready if s.alone] or ready:
+                    running[pool.submit(_run_one, ctx, s)] = s.name
+                    del pending[s.name]
             finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in finished:
                 future.result()
