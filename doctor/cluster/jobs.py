@@ -18,6 +18,7 @@ import time
 from rldoctor.cluster import bounded
 from rldoctor.cluster.actors import _require_state_api
 from rldoctor.cluster.sections import section
+from rldoctor.errors import first_line
 
 WINDOW_S = 24 * 3600.0
 JOB_LIMIT = 50
@@ -230,7 +231,7 @@ def _read_driver_log(route, job: dict) -> None:
     try:
         lines = _tail_lines(route, node_id, name, DRIVER_READ_LINES, 4 * DRIVER_MAX_BYTES)
     except Exception as exc:  # the driver's node is gone, or the log route failed
-        job["driver_log_note"] = f"{name} on node {node_id[:12]} not readable: {_one_line(exc)}"
+        job["driver_log_note"] = f"{name} on node {node_id[:12]} not readable: {first_line(exc)}"
         return
     kept, cut = select_lines(lines)
     job["driver_log_tail"] = [redact(line) for line in kept]
@@ -279,7 +280,7 @@ def _read_worker_logs(route, job: dict, actors: list[dict]) -> None:
         except Exception as exc:  # its node is gone, or the log route failed
             entry["note"] = (f"the log of pid {actor.get('pid')} on node "
                              f"{str(actor.get('node_id') or '?')[:12]} is not readable: "
-                             f"{_one_line(exc)}")
+                             f"{first_line(exc)}")
             job["worker_logs"].append(entry)
             continue
         kept = lines[-WORKER_TAIL_LINES:]
@@ -287,11 +288,6 @@ def _read_worker_logs(route, job: dict, actors: list[dict]) -> None:
             kept.pop(0)
         entry["lines"] = [redact(line) for line in kept]
         job["worker_logs"].append(entry)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return (type(exc).__name__ + (": " + text[:200] if text else ""))
 
 
 def node_times(budget, cluster: dict | None) -> dict[str, dict]:
@@ -333,7 +329,7 @@ def jobs_section(ctx) -> dict:
     try:
         add_node_times(ctx.doc, node_times(ctx.budget, cluster))
     except Exception as exc:  # the times are a bonus to the timeline
-        section.setdefault("notes", []).append(f"node times not read: {_one_line(exc)}")
+        section.setdefault("notes", []).append(f"node times not read: {first_line(exc)}")
     return section
 
 
