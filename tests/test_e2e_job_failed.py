@@ -67,11 +67,7 @@ def submit(cluster, sid: str, *args: str, entrypoint=None) -> str:
 
 def status(cluster, sid: str) -> str:
     """The job's status from the Jobs API (what `ray job status` prints)."""
-    import requests
-
-    reply = requests.get(f"{cluster.dashboard_url}/api/jobs/{sid}", timeout=10,
-                         headers={"Authorization": f"Bearer {cluster.token}"})
-    return reply.json().get("status", "?") if reply.ok else "?"
+    return cluster.job_status(sid)
 
 
 def wait_status(cluster, sid: str, wanted=("SUCCEEDED", "FAILED", "STOPPED"), timeout_s=240) -> str:
