@@ -30,8 +30,9 @@ def _fail(exc: RldoctorError) -> None:
 
 
 IGNORE_OPTION = click.option(
-    "--ignore", "ignores", multiple=True, metavar="CODE[@SUBJECT]",
+    "--ignore", "ignores", multiple=True, metavar="CODE[/RULE][@SUBJECT]",
     help="Mute a finding you accepted: CODE (or name) alone mutes it on every subject; "
+    "CODE/RULE one row of a check with rules (RLD801/key-num_workers; `rldoctor list --rules`); "
     "@SUBJECT only where the finding's subject equals SUBJECT or starts with it (a prefix: "
     "node:8d80a6e0 is that node by its short id). Repeatable. Muted findings stay in the "
     "report, marked, and do not count toward --fail-on or the status.")
@@ -315,9 +316,11 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
               "their meaning) as a unified diff; change nothing.")
 @click.option("--fix", is_flag=True, help="Apply the mechanical fixes in place, then report "
               "what is left (it needs judgement).")
+@click.option("--only", multiple=True, metavar="CODES", help="Report only these codes or rules "
+              "(comma-separated: RLD801, RLD801/key-num_workers; `rldoctor list --rules`).")
 @IGNORE_OPTION
 @CONFIG_OPTION
-def lint(paths, fmt, fail_on, diff, fix, ignores, config):
+def lint(paths, fmt, fail_on, diff, fix, only, ignores, config):
     """Lint training scripts, notebooks and cluster YAML for what this Ray rejects or ignores.
 
     PATH is a .py, .ipynb, .yaml or .yml file, or a directory to search. Nothing is
@@ -325,20 +328,28 @@ def lint(paths, fmt, fail_on, diff, fix, ignores, config):
     --fail-on, 2 usage error, 3 an input could not be linted.
     """
     try:
+        from rldoctor.commands._options import codes
         from rldoctor.commands.lint import run_lint
 
-        code = run_lint(list(paths), fmt, fail_on, diff, fix, ignores, config)
+        code = run_lint(list(paths), fmt, fail_on, diff, fix, ignores, config, codes(only))
     except RldoctorError as exc:
         _fail(exc)
     _exit(code)
 
 
 @main.command("list")
-def list_checks():
-    """List every check with its code, area and where it came from."""
-    from rldoctor.commands.list import list_checks as run
+@click.option("--rules", "rules_of", is_flag=False, flag_value="*", default=None, metavar="[CODE]",
+              help="List the rules of the checks that have them (RLD801: one per table row), "
+              "each with the CODE/RULE that --only, --ignore, rldoctor.toml and explain take.")
+def list_checks(rules_of):
+    """List every check with its code, area and where it came from (--rules: their rules)."""
+    try:
+        from rldoctor.commands.list import list_checks as run, list_rules
 
-    table, notes = run()
+        table, notes = run() if rules_of is None else list_rules(None if rules_of == "*" else rules_of)
+    except RldoctorError as exc:
+        click.echo(f"rldoctor: {exc}", err=True)
+        sys.exit(exc.exit_code)
     click.echo(table)
     for note in notes:
         click.echo(note, err=True)
@@ -347,7 +358,7 @@ def list_checks():
 @main.command()
 @click.argument("code")
 def explain(code):
-    """Print a check's Symptom, Cause and Fix."""
+    """Print a check's Symptom, Cause and Fix (CODE/RULE: one rule of it, e.g. RLD801/key-num_workers)."""
     try:
         from rldoctor.commands.explain import explain as run
 

@@ -42,13 +42,21 @@ class Finding:
     fix: str = ""
     location: dict[str, Any] | None = None  # lint: {path, line, column}; in JSON only when set
     muted: dict[str, Any] | None = None  # {reason, expires, source} when muted; in JSON only then
+    rule: str | None = None  # the row of a check with rules (RLD801's table): its stable id
+
+    @property
+    def label(self) -> str:
+        """The code a user selects, mutes and explains it by: RLD801/key-num_workers, or RLD203."""
+        return f"{self.code}/{self.rule}" if self.rule else self.code
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["severity"] = self.severity.label
-        for key in ("location", "muted"):
+        for key in ("location", "muted", "rule"):
             if out.get(key) is None:
                 out.pop(key, None)
+        if self.rule:
+            out["rule"] = self.label
         return out
 
 

@@ -39,8 +39,8 @@ def test_text_is_compiler_style_sorted_with_the_replacement(env):
     assert keys == sorted(keys)
     assert (f"{TUTORIAL}/ppo_cartpole.py:7:6: RLD801 [fail] `.rollouts()` raises ValueError: `rollouts` "
             "has been deprecated. Use `AlgorithmConfig.env_runners(..)` instead. "
-            '(.env_runners(num_env_runners=6, rollout_fragment_length=200, batch_mode="truncate_episodes"))'
-            ) in lines
+            '(.env_runners(num_env_runners=6, rollout_fragment_length=200, batch_mode="truncate_episodes")) '
+            "[RLD801/method-rollouts]") in lines  # the rule: what --only, --ignore and explain take
     assert any(l.startswith("      - ray start --address=$RAY_HEAD_IP:6379 --num-cpus=8") for l in lines)
     assert lines[-1].startswith("23 fail, 8 warn, 2 info in 3 file(s)")
     assert result.stderr == ""

@@ -67,7 +67,7 @@ def test_fixture_gives_exactly_the_expected_findings(expected_path):
                       == _key(e["code"], e["severity"], e.get("cell"), e["line"])]
         matching = [f for f in candidates
                     if ("column" not in e or f.location["column"] == e["column"])
-                    and e["says"] in f.message
+                    and e["says"] in f.message and ("rule" not in e or f.label == e["rule"])
                     and e["replacement"] in ((f.evidence.get("replacement") or "") + " " + f.fix)]
         assert matching, (e, [(f.location["column"], f.message, f.evidence.get("replacement"), f.fix)
                               for f in candidates])

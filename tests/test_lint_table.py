@@ -254,7 +254,7 @@ def _check_config_row(row, act, rllib):
     elif row.behaviour == "ignored":
         assert not seen.deprecation, f"{row.id}: Ray now warns about it: {seen.logged}"
         _assert_ignored(row, cfg, rllib)
-    elif row.behaviour == "works":
+    elif row.behaviour in ("works", "translated"):
         assert getattr(cfg, row.new) == row.example, f"{row.id}: {row.new} is not set from it"
         # a setting Ray still translates but warns about is at least `warn`, never `works`
         assert not seen.deprecation, f"{row.id}: Ray warns about it now: {seen.logged + seen.warned}"
@@ -307,7 +307,7 @@ def probe_dict_key(row, rllib):
     _check_config_row(row, lambda cfg: cfg.update_from_dict({row.old: row.example}), rllib)
     # dict configs reach update_from_dict: Algorithm(config=dict), tune.run("PPO", config=dict)
     assert "default_config.update_from_dict(config)" in inspect.getsource(Algorithm.__init__)
-    if row.new and row.behaviour in ("ignored", "raises", "works", "warns") and row.id != "key-framework-tf":
+    if row.new and row.behaviour in ("ignored", "raises", "works", "translated", "warns") and row.id != "key-framework-tf":
         fixed = observe(lambda: rllib.PPOConfig().update_from_dict({row.new: row.example}))
         assert fixed.exception is None and reached(getattr(fixed.value, row.new), row.example), row.id
 

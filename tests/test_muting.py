@@ -19,7 +19,6 @@ from rldoctor.snapshot import load
 DEAD = FIXTURES / "node-dead.json"  # RLD101 fail on node bd551dd5...
 FAULTS = FIXTURES / "network-delayed.json"  # 2 fail, 1 warn
 REGISTRY = load_registry(include_plugins=False)
-CODES = {c.code: c.code for c in REGISTRY.checks} | {c.name: c.code for c in REGISTRY.checks}
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
@@ -34,7 +33,7 @@ def _file(tmp_path: Path, text: str, name: str = "rldoctor.toml") -> Path:
 
 
 def _mutes(tmp_path, text):
-    return muting.parse_file(_file(tmp_path, text), CODES)
+    return muting.parse_file(_file(tmp_path, text), REGISTRY)
 
 
 def test_a_muted_finding_stays_marked_and_stops_counting(tmp_path):
@@ -63,7 +62,7 @@ def test_subject_matches_exactly_or_as_a_prefix_and_nothing_else():
         for f in report.findings:
             f.muted = None
         muting.apply(report, muting.parse_option([f"RLD101@{subject}"] if subject else ["RLD101"],
-                                                 CODES), now=NOW)
+                                                 REGISTRY), now=NOW)
         return dead.muted is not None
 
     assert muted_by(dead.subject)                 # exact
@@ -72,14 +71,14 @@ def test_subject_matches_exactly_or_as_a_prefix_and_nothing_else():
     assert not muted_by("node:352425e2")          # another node
     assert not muted_by("cluster")
     assert not muted_by(dead.subject + "0")       # longer than the subject
-    other_code = muting.parse_option(["RLD102@" + dead.subject], CODES)
+    other_code = muting.parse_option(["RLD102@" + dead.subject], REGISTRY)
     dead.muted = None
     muting.apply(report, other_code, now=NOW)
     assert dead.muted is None
 
 
 def test_line_numbers_in_lint_subjects_are_matched_whole():
-    mute = muting.parse_option(["RLD801@file:train.py:3"], CODES)[0]
+    mute = muting.parse_option(["RLD801@file:train.py:3"], REGISTRY)[0]
 
     class F:
         code = "RLD801"
@@ -89,7 +88,7 @@ def test_line_numbers_in_lint_subjects_are_matched_whole():
         f = F()
         f.subject = subject
         assert mute.matches(f) is hit, subject
-    every_line = muting.parse_option(["RLD801@file:train.py:"], CODES)[0]
+    every_line = muting.parse_option(["RLD801@file:train.py:"], REGISTRY)[0]
     f = F()
     f.subject = "file:train.py:30"
     assert every_line.matches(f)
@@ -125,7 +124,7 @@ def test_a_mute_holds_through_its_expiry_day_and_a_datetime_to_the_second(tmp_pa
     muting.apply(report, mutes, now=NOW + timedelta(minutes=2))
     assert report.findings[0].muted is None
     assert muting.parse_file(_file(tmp_path, '[[ignore]]\ncode = "RLD101"\nreason = "x"\n'
-                                             'expires = "2027-01-31"\n'), CODES)[0].expires \
+                                             'expires = "2027-01-31"\n'), REGISTRY)[0].expires \
         == date(2027, 1, 31)
 
 
@@ -135,7 +134,7 @@ def test_fail_on_counts_only_what_is_not_muted():
     severities = {f.severity for f in report.findings}
     assert Severity.FAIL in severities
     fails = sorted({f"{f.code}@{f.subject}" for f in report.findings if f.severity == Severity.FAIL})
-    muting.apply(report, muting.parse_option(fails, CODES), now=NOW)
+    muting.apply(report, muting.parse_option(fails, REGISTRY), now=NOW)
     assert report.exit_code(Severity.FAIL) == 0
     left = report.active_findings
     assert left and all(f.severity < Severity.FAIL for f in left)

@@ -28,13 +28,13 @@ def _say(text: str) -> None:
 
 
 def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
-             ignores=(), config: str | None = None) -> int:
+             ignores=(), config: str | None = None, only=()) -> int:
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.output import write_text
 
     if diff and fix:
         raise UsageError("--diff and --fix are exclusive: --diff shows the fixes, --fix applies them")
-    diagnosis = Diagnosis.from_options(ignores=ignores, config=config, lint=True)  # a bad file: exit 2
+    diagnosis = Diagnosis.from_options(only=only, ignores=ignores, config=config, lint=True)  # a bad file: exit 2
     report, problems, doc = diagnosis.lint(paths)
     records = {f["path"]: f for f in doc["lint"]["files"]}
     if diff or fix:

@@ -7,12 +7,13 @@ Two sources, used together:
   current directory. TOML, one `[[ignore]]` table per entry:
 
       [[ignore]]
-      code = "RLD203"                      # a check code or name (required)
+      code = "RLD203"                      # a check code or name, or CODE/RULE (required)
       subject = "cluster"                  # optional: the finding's subject, or a prefix of it
       reason = "two zones on purpose, INC-4711"   # required: why it is accepted
       expires = 2027-01-31                 # optional: muted through that day (UTC)
 
-A SUBJECT matches a finding whose subject equals it or starts with it (`node:8d80a6e0`
+A CODE/RULE (`RLD801/key-num_workers`) mutes that one row of a check with rules (`rldoctor
+list --rules`) and leaves its other rows reporting. A SUBJECT matches a finding whose subject equals it or starts with it (`node:8d80a6e0`
 mutes that node by its short id; `file:train.py:` every line of that file, whose line
 numbers are matched whole: `file:train.py:3` is line 3, not 30). A muted
 finding keeps its place in every report with a `muted` object ({reason, expires,
@@ -51,9 +52,10 @@ class Mute:
     expires: date | datetime | None
     source: str  # "rldoctor.toml:3" or "--ignore RLD203@cluster"
     origin: str  # the file, or "--ignore"
+    rule: str | None = None  # one row of a check with rules: RLD801/<rule>
 
     def matches(self, finding) -> bool:
-        if finding.code != self.code:
+        if finding.code != self.code or (self.rule and finding.rule != self.rule):
             return False
         if self.subject is None or finding.subject == self.subject:
             return True
@@ -79,7 +81,7 @@ class Mute:
 
     @property
     def label(self) -> str:
-        return self.code + (f"@{self.subject}" if self.subject else "")
+        return self.code + (f"/{self.rule}" if self.rule else "") + (f"@{self.subject}" if self.subject else "")
 
 
 class _File:
@@ -125,8 +127,8 @@ def _expiry(value, where: _File, line: int | None):
                             f"not {value!r}")
 
 
-def parse_file(path: Path, codes: dict[str, str]) -> list[Mute]:
-    """The entries of one ignore file; `codes` maps every known code and name to its code."""
+def parse_file(path: Path, registry) -> list[Mute]:
+    """The entries of one ignore file; a code, name or CODE/RULE is looked up in `registry`."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -166,10 +168,10 @@ def parse_file(path: Path, codes: dict[str, str]) -> list[Mute]:
                 raise where.error(where.key_line(index, total, key) if key in entry else head,
                                   f"[[ignore]] entry {index + 1} {what} {key}: {hint}")
         code_line = where.key_line(index, total, "code")
-        code = codes.get(entry["code"].strip()) or codes.get(entry["code"].strip().upper())
-        if code is None:
-            raise where.error(code_line, f"unknown check code {entry['code']!r}; valid codes: "
-                                         + ", ".join(sorted(set(codes.values()))))
+        try:
+            check, rule = registry.selector(entry["code"], "code =")
+        except UsageError as exc:
+            raise where.error(code_line, exc.reason) from None
         subject = entry.get("subject")
         if subject is not None and (not isinstance(subject, str) or not subject.strip()):
             raise where.error(where.key_line(index, total, "subject"),
@@ -177,26 +179,26 @@ def parse_file(path: Path, codes: dict[str, str]) -> list[Mute]:
         expires = None
         if "expires" in entry:
             expires = _expiry(entry["expires"], where, where.key_line(index, total, "expires"))
-        mutes.append(Mute(code, subject.strip() if subject else None, entry["reason"].strip(),
-                          expires, f"{path}:{code_line or head or index + 1}", str(path)))
+        mutes.append(Mute(check.code, subject.strip() if subject else None, entry["reason"].strip(),
+                          expires, f"{path}:{code_line or head or index + 1}", str(path), rule))
     return mutes
 
 
-def parse_option(values, codes: dict[str, str]) -> list[Mute]:
-    """`--ignore CODE[@SUBJECT]` values."""
+def parse_option(values, registry) -> list[Mute]:
+    """`--ignore CODE[/RULE][@SUBJECT]` values."""
     mutes = []
     for value in values:
         code_text, _, subject = value.strip().partition("@")
-        code = codes.get(code_text.strip()) or codes.get(code_text.strip().upper())
-        if code is None:
-            raise UsageError(f"--ignore {value!r}: unknown check code {code_text!r}; expected "
-                             "CODE[@SUBJECT], e.g. RLD203@cluster; valid codes: "
-                             + ", ".join(sorted(set(codes.values()))))
+        try:
+            check, rule = registry.selector(code_text, "--ignore")
+        except UsageError as exc:
+            raise UsageError(f"--ignore {value!r} is not a check or rule here: {exc.reason}; expected "
+                             "CODE[/RULE][@SUBJECT], e.g. RLD203@cluster") from None
         if "@" in value and not subject.strip():
             raise UsageError(f"--ignore {value!r}: nothing after '@'; give a subject "
                              "(e.g. node:8d80a6e0) or leave out the '@'")
-        mutes.append(Mute(code, subject.strip() or None, "accepted on the command line", None,
-                          f"--ignore {value.strip()}", "--ignore"))
+        mutes.append(Mute(check.code, subject.strip() or None, "accepted on the command line", None,
+                          f"--ignore {value.strip()}", "--ignore", rule))
     return mutes
 
 
@@ -214,10 +216,9 @@ def config_path(explicit: str | None, cwd: Path | None = None) -> tuple[Path | N
 
 def load(ignores, config: str | None, registry) -> tuple[list[Mute], list[str]]:
     """Every mute from --ignore and the ignore file, checked against the registry's codes."""
-    codes = {c.code: c.code for c in registry.checks} | {c.name: c.code for c in registry.checks}
     path, notes = config_path(config)
-    mutes = parse_file(path, codes) if path else []
-    return mutes + parse_option(ignores or (), codes), notes
+    mutes = parse_file(path, registry) if path else []
+    return mutes + parse_option(ignores or (), registry), notes
 
 
 def apply(report, mutes: list[Mute], notes: list[str] = (), now: datetime | None = None) -> None:

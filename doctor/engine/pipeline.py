@@ -17,17 +17,34 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
 from rldoctor.engine.registry import Check, Registry
-from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks
+from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S, run_checks, status_of
 from rldoctor.errors import UsageError
 from rldoctor.model import Report
 
 
 def validate_codes(option: str, codes: Iterable[str], registry: Registry) -> None:
     known = {c.code for c in registry.checks} | {c.name for c in registry.checks}
-    unknown = [c for c in codes if c not in known]
+    unknown = [c for c in codes if c not in known and "/" not in c]
     if unknown:
         valid = ", ".join(c.code for c in registry.checks)
         raise UsageError(f"{option}: unknown check code(s) {', '.join(unknown)}; valid codes: {valid}")
+    for text in codes:
+        if "/" in text:
+            registry.selector(text, option)  # CODE/RULE: a usage error for an unknown rule
+
+
+def rule_selection(only: Iterable[str], registry: Registry) -> tuple[list[str], dict[str, set[str]]]:
+    """--only values as (the checks to run, {code: the rules kept} for CODE/RULE values): a
+    check named whole keeps every rule."""
+    checks, rules, whole = [], {}, set()
+    for text in only:
+        check, rule = registry.selector(text, "--only")
+        checks.append(check.code)
+        if rule is None:
+            whole.add(check.code)
+        else:
+            rules.setdefault(check.code, set()).add(rule)
+    return checks, {code: kept for code, kept in rules.items() if code not in whole}
 
 
 def validate_params(params: dict, registry: Registry) -> None:
@@ -58,6 +75,7 @@ class Diagnosis:
     mute_notes: list[str] = field(default_factory=list)
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S
     smoke_figures: bool = False  # smoke-train: the run's figures are a part of the report
+    rules: dict[str, set[str]] = field(default_factory=dict)  # --only CODE/RULE: rows kept
     window_s: float | None = None  # check --since: how far back the timeline's events count
 
     @classmethod
@@ -80,12 +98,14 @@ class Diagnosis:
         validate_codes("--only", only, registry)
         validate_codes("--skip", skip, registry)
         validate_params(params, registry)
+        only, rules = rule_selection(only, registry)
         selected = registry.select(only, skip, lint=lint)
         if codes is not None:
             wanted = set(codes)
             selected = [c for c in selected if c.code in wanted]
         mutes, mute_notes = muting.load(ignores, config, registry) if read_mutes else ([], [])
-        return cls(registry, selected, params, mutes, mute_notes, timeout_s, smoke_figures)
+        return cls(registry, selected, params, mutes, mute_notes, timeout_s, smoke_figures,
+                   rules=rules)
 
     @classmethod
     def every_check(cls, registry: Registry | None = None) -> "Diagnosis":
@@ -98,7 +118,7 @@ class Diagnosis:
 
     def run(self, snap, source: dict) -> Report:
         """The report of `snap`: the selected checks run over it, its parts built, mutes applied."""
-        results = run_checks(self.checks, snap, params=self.params, timeout_s=self.timeout_s)
+        results = self._kept(run_checks(self.checks, snap, params=self.params, timeout_s=self.timeout_s))
         report = Report(results=results, source=source,
                         notes=list(self.registry.problems) + list(snap.get("notes") or []))
         self._parts(report, snap, results)
@@ -111,8 +131,8 @@ class Diagnosis:
         from rldoctor.snapshot import validate
 
         doc = lint_document(paths)
-        results = run_checks(self.checks, validate(doc, "lint"), params=self.params,
-                             timeout_s=self.timeout_s)
+        results = self._kept(run_checks(self.checks, validate(doc, "lint"), params=self.params,
+                                        timeout_s=self.timeout_s))
         problems = [f for f in doc["lint"]["files"] if f.get("status") != "ok"]
         notes = list(self.registry.problems)
         from rldoctor.lint.ray_table import note
@@ -126,6 +146,21 @@ class Diagnosis:
         report = Report(results=results, source=source, notes=notes, not_linted=problems)
         self._mute(report)
         return Linted(report, problems, doc)
+
+    def _kept(self, results):
+        """The results with only the rules --only CODE/RULE named, for checks named so."""
+        for result in results:
+            kept = self.rules.get(result.code)
+            if kept is not None and result.status in ("fail", "warn", "info", "ok"):
+                dropped = len(result.findings)
+                result.findings = [f for f in result.findings if f.rule in kept]
+                dropped -= len(result.findings)
+                result.status = status_of(result.findings)
+                result.detail = "; ".join(
+                    [f"{len(result.findings)} finding(s) of {', '.join(sorted(kept))}"
+                     + (f" ({dropped} of its other rules left out by --only)" if dropped else "")]
+                    + [n.message for n in result.notes])
+        return results
 
     def _parts(self, report: Report, snap, results) -> None:
         if snap.has("training"):

@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from rldoctor.errors import UsageError
 from rldoctor.model import Finding, Note, Severity
 
 CODE_RE = re.compile(r"^[A-Z]{2,6}[0-9]{3}$")
@@ -41,6 +42,12 @@ class Check:
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
     origin: str = "rldoctor"
+    rule_table: Callable[[], dict[str, "Rule"]] | None = None  # a check whose findings are rows
+
+    @property
+    def rules(self) -> dict[str, "Rule"]:
+        """{rule id: Rule} of a check that reports rows of a table (RLD801), else {}."""
+        return self.rule_table() if self.rule_table else {}
 
     @property
     def doc(self) -> dict[str, str]:
@@ -54,9 +61,22 @@ class Check:
         return self.func(snapshot, {**self.params, **(params or {})})
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One row of a check's table (RLD801 has one per stale usage): selected, muted and
+    explained by `CODE/ID`, its findings carry that id in `Finding.rule`."""
+
+    id: str
+    severity: str
+    summary: str  # one line: the usage and what Ray does with it
+    text: str = ""  # what `rldoctor explain CODE/ID` prints below the summary
+
+
 def check(code: str, name: str, area: str, requires: Iterable[str] = (),
-          params: dict[str, Any] | None = None, timeout_s: float | None = None):
-    """Declare a check. The decorated function is `(snapshot, params) -> Iterable[Finding]`."""
+          params: dict[str, Any] | None = None, timeout_s: float | None = None,
+          rules: Callable[[], dict[str, Rule]] | None = None):
+    """Declare a check. The decorated function is `(snapshot, params) -> Iterable[Finding]`.
+    `rules` returns the rows a check reports by (read only when asked for)."""
     if not CODE_RE.match(code):
         raise ValueError(f"check code {code!r} must look like RLD101")
     if not NAME_RE.match(name):
@@ -64,7 +84,7 @@ def check(code: str, name: str, area: str, requires: Iterable[str] = (),
 
     def wrap(func):
         return Check(code=code, name=name, area=area, requires=tuple(requires), func=func,
-                     params=dict(params or {}), timeout_s=timeout_s)
+                     params=dict(params or {}), timeout_s=timeout_s, rule_table=rules)
 
     return wrap
 
@@ -132,6 +152,34 @@ class Registry:
 
     def by_code(self) -> dict[str, Check]:
         return {c.code: c for c in self.checks}
+
+    def selector(self, text: str, option: str) -> tuple[Check, str | None]:
+        """(the check, the rule id or None) that `CODE`, `NAME` or `CODE/RULE` names (any case
+        for the code); a usage error naming `option` for a code or rule that does not exist
+        (its `reason` is the same words without the option, for an ignore file's line)."""
+        wanted = text.strip()
+        code_text, slash, rule = wanted.partition("/")
+        rule = rule.strip()
+        found = next((c for c in self.checks if c.code == code_text.strip().upper()
+                      or c.name == code_text.strip().lower()), None)
+        if found is None:
+            reason = (f"unknown check code {code_text.strip()!r}; valid codes: "
+                      + ", ".join(c.code for c in self.checks))
+        elif not slash:
+            return found, None
+        elif not found.rule_table:
+            reason = (f"{found.code} has no rules to name after '/'; checks with rules: "
+                      + (", ".join(c.code for c in self.checks if c.rule_table) or "none"))
+        elif rule in found.rules:
+            return found, rule
+        else:  # words, not "RULE: x": a rule id such as key-... before a colon reads as a secret
+            close = sorted(r for r in found.rules if rule and rule.lower() in r.lower())[:5]
+            reason = (f"{found.code} has no rule {rule!r}"
+                      + (f" (did you mean {', '.join(found.code + '/' + r for r in close)}?)" if close else "")
+                      + f"; `rldoctor list --rules {found.code}` lists them")
+        error = UsageError(f"{option} {wanted!r} is not a check or rule here: {reason}")
+        error.reason = reason
+        raise error
 
     def select(self, only: Iterable[str] = (), skip: Iterable[str] = (),
                lint: bool = False) -> list[Check]:

@@ -58,7 +58,7 @@ def _cut_reads(check: Check, snap: Snapshot) -> list[Note]:
     return notes
 
 
-def _status_of(findings: list[Finding]) -> str:
+def status_of(findings: list[Finding]) -> str:
     worst = max((f.severity for f in findings), default=None)
     return worst.label if worst else "ok"
 
@@ -104,7 +104,7 @@ def run_check(check: Check, snap: Snapshot, params: dict[str, Any] | None = None
     notes.extend(_cut_reads(check, snap))
     detail = "; ".join(([f"{len(findings)} finding(s)"] if findings else [])
                        + [n.message for n in notes])
-    return CheckResult(check.code, check.name, _status_of(findings), duration, detail, findings,
+    return CheckResult(check.code, check.name, status_of(findings), duration, detail, findings,
                        origin=check.origin, notes=notes)
 
 

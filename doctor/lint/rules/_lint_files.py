@@ -30,6 +30,7 @@ def finding(record: dict, severity: str, line: int, column0: int, message: str, 
         subject = f"file:{where['path']}:cell {where['cell']}:{where['line']}"
     out = make_finding(severity, subject, message, evidence, fix)
     out.location = where
+    out.rule = evidence.get("row")  # a table row's stable id: RLD801/<row>
     return out
 
 

@@ -342,6 +342,7 @@ class FileUsages:
             return row.says
         return {"warns": "still works, with a DeprecationWarning (it will raise in a later Ray)",
                 "ignored": "is accepted and silently ignored", "works": "still works",
+                "translated": "is still translated silently; the deprecated name goes in a later Ray",
                 "breaks": "fails at first use", "never-fires": "never matches"}[row.behaviour]
 
     def emit(self, row: Row, span: list[int], usage: str, replacement: str, severity: str | None = None,

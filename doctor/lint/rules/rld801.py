@@ -18,7 +18,13 @@ from rldoctor.registry import check
 # that `rldoctor check`, `list` and `explain`, which load every check, pay nothing for them.
 
 
-@check("RLD801", "deprecated-rllib-api", area="code", requires=("lint",))
+def _rules():
+    from rldoctor.lint.rules.table import rules
+
+    return rules()
+
+
+@check("RLD801", "deprecated-rllib-api", area="code", requires=("lint",), rules=_rules)
 def deprecated_rllib_api(snap, params):
     """Training code that uses RLlib or Tune names the pinned Ray removed, renamed or ignores.
 

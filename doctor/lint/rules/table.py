@@ -32,6 +32,10 @@ Behaviours, and the severity they carry (harm decides, see `SEVERITY`):
     breaks        accepted, then fails at first use (AttributeError, TypeError in a runner)  fail
     raises        raises at once or when the config is built                                 fail
     warns         still works, deprecated (a warning, often hidden)                          warn
+    translated    a dict config's old key, translated without a word, while its method and    warn
+                  attribute spellings already raise or are ignored: the last place the
+                  deprecated name works, and a later Ray drops it (one severity whatever the
+                  spelling: a deprecation that still works is a warn)
     works         still works the same; the new name is clearer                              info
 
 `inert` lists literal values for which the usage does nothing harmful (a GPU
@@ -48,7 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SEVERITY = {"ignored": "fail", "never-fires": "fail", "breaks": "fail", "raises": "fail",
-            "warns": "warn", "works": "info"}
+            "warns": "warn", "translated": "warn", "works": "info"}
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,9 @@ ROWS: tuple[Row, ...] = (
     Row("kwarg-resources-num_gpus", "kwarg", "num_gpus", "ignored", ("resources",),
         new="num_gpus_per_learner", moves_to="learners", stack="new", inert=(0, 0.0),
         says="is ignored on the new API stack: the learner trains on CPU (no GPU is requested)"),
+    Row("kwarg-num_cpus_for_driver", "kwarg", "num_cpus_for_driver", "raises", ("resources",),
+        new="num_cpus_for_main_process", mechanical=True, example=2,
+        error=("TypeError", "got an unexpected keyword argument 'num_cpus_for_driver'")),
     Row("kwarg-num_cpus_per_worker", "kwarg", "num_cpus_per_worker", "warns", ("resources",),
         new="num_cpus_per_env_runner", moves_to="env_runners"),
     Row("kwarg-num_gpus_per_worker", "kwarg", "num_gpus_per_worker", "warns", ("resources",),
@@ -345,8 +352,10 @@ ROWS: tuple[Row, ...] = (
          says="is dropped silently from a dict config: num_epochs stays at its default (30 for PPO)"),
     _key("num_rollout_workers", "num_env_runners", "raises", example=3,
          error=("ValueError", "`AlgorithmConfig.num_rollout_workers` has been deprecated")),
-    _key("num_workers", "num_env_runners", "works", example=3,
-         says="is still translated to num_env_runners"),
+    _key("num_workers", "num_env_runners", "translated", example=3,
+         says="is still translated to num_env_runners, the last place the "
+              "deprecated name works (config.num_workers = n is ignored, "
+              ".rollouts(num_rollout_workers=n) raises)"),
     _key("num_envs_per_worker", "num_envs_per_env_runner", "raises", example=3,
          error=("ValueError", "`AlgorithmConfig.num_envs_per_worker` has been deprecated")),
     _key("num_cpus_per_worker", "num_cpus_per_env_runner", "raises", example=2,
@@ -406,8 +415,9 @@ ROWS: tuple[Row, ...] = (
     _key("soft_horizon", None, "ignored", example=True,
          says="is dropped silently: episodes are not cut into soft horizons",
          fix="limit episodes in the env (`gymnasium.wrappers.TimeLimit`)"),
-    _key("num_cpus_for_driver", "num_cpus_for_main_process", "works", example=3,
-         says="is still translated to num_cpus_for_main_process"),
+    _key("num_cpus_for_driver", "num_cpus_for_main_process", "translated", example=3,
+         says="is still translated to num_cpus_for_main_process, the last "
+              "place the deprecated name works (.resources(num_cpus_for_driver=n) raises TypeError)"),
     Row("key-framework-tf", "dict_key", "framework", "raises", values=("tf", "tf2"), stack="new",
         new="torch", example="tf",
         error=("ValueError", "Cannot use `framework=tf` with the new API stack!"),
@@ -595,3 +605,43 @@ GENERATED_IMPORT = Row("import-missing-in-ray", "import", "<read from the instal
                        fix="find what replaced it in the release notes of the Ray versions in between; "
                            "RLlib's new API stack counterparts live under ray.rllib.core, ray.rllib.env "
                            "and ray.rllib.connectors")
+
+_SHAPE_WORDS = {
+    "method": "config.{old}(...)", "kwarg": "config.{where}({old}=...)",
+    "arg_value": "config.{where}(... {values})", "attr_store": "config.{old} = ... / config[\"{old}\"] = ...",
+    "dict_key": "\"{old}\" in a dict config", "module": "import {old}", "name": "{old} (from {where})",
+    "algo_attr": "algo.{old}", "algo_call": "algo.{old}(...)", "result_key": "\"{old}\" as a result key",
+    "call_kwarg": "{where}({old}=...)", "run_config_class": "RunConfig from {where}",
+    "import": "an import the installed Ray no longer has", "callback_arg": "on_episode_*({old}=...)",
+    "episode_attr": "episode.{old} in an on_episode_* callback"}
+_BEHAVIOUR_WORDS = {"ignored": "accepted and silently ignored", "never-fires": "never matches",
+                    "breaks": "fails at first use", "raises": "raises",
+                    "warns": "still works, with a DeprecationWarning",
+                    "translated": "still translated silently, deprecated", "works": "still works"}
+
+
+def usage_words(row: Row) -> str:
+    """How a row's usage looks in code: `config.resources(num_cpus_per_worker=...)`."""
+    where = " or ".join(row.where[:2]) + (" ..." if len(row.where) > 2 else "")
+    return _SHAPE_WORDS[row.shape].format(old=row.old, where=where or "?",
+                                          values=", ".join(repr(v) for v in row.values) or "...")
+
+
+def rules() -> dict:
+    """RLD801's rules: one per row, by its stable id (what `RLD801/<id>` names)."""
+    from rldoctor.engine.registry import Rule
+
+    out = {}
+    for row in (*ROWS, GENERATED_IMPORT):
+        says = row.says or _BEHAVIOUR_WORDS[row.behaviour]
+        lines = [f"Ray 2.60: {says}" + (f" ({row.error[0]}: {row.error[1]})" if row.error else ""),
+                 f"Behaviour: {row.behaviour} (severity {row.severity})"
+                 + ("; only on the new API stack" if row.stack == "new" else "")]
+        if row.new:
+            lines.append(f"Replacement: {row.new}" + (f" in config.{row.moves_to}()" if row.moves_to else ""))
+        if row.fix:
+            lines.append(f"Fix: {row.fix}")
+        if row.mechanical:
+            lines.append("`rldoctor lint --fix` rewrites it (a rename that keeps the meaning)")
+        out[row.id] = Rule(row.id, row.severity, f"{usage_words(row)}: {says}", "\n".join(lines))
+    return out

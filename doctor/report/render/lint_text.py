@@ -40,8 +40,9 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
             tail = f" ({_one_line(replacement, 240)})" if replacement else ""
         key = (where.get("path", ""), where.get("cell", 0), where.get("line", 0), where.get("column", 0), f.code)
         muted = f" [muted: {_one_line(mute_text(f), 200)}]" if f.muted else ""
+        rule = f" [{f.label}]" if f.rule else ""  # what --only, --ignore and explain take
         rows.append((key, f"{_where(where)}: {f.code} [{f.severity.label}]{muted} "
-                          f"{_one_line(f.message)}{tail}{block}"))
+                          f"{_one_line(f.message)}{tail}{rule}{block}"))
     for p in problems or []:
         line = p.get("line") or 0
         column = p.get("column") or 0
@@ -63,5 +64,8 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     if report.findings:
         codes = sorted({f.code for f in report.findings})
         summary += f"; `rldoctor explain {codes[0]}` says more"
+        rules = sorted({f.label for f in report.findings if f.rule})
+        if rules:
+            summary += f" (and `rldoctor explain {rules[0]}` of one rule)"
     out.append(summary)
     return "\n".join(out) + "\n"

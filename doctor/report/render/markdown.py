@@ -15,7 +15,7 @@ def _cell(text: str) -> str:
 
 
 def _finding(f) -> list[str]:
-    out = [f"#### {f.severity.label.upper()} {f.code} `{f.subject}`" + (" (muted)" if f.muted else "")]
+    out = [f"#### {f.severity.label.upper()} {f.label} `{f.subject}`" + (" (muted)" if f.muted else "")]
     if f.muted:
         out += ["", f"**Muted:** {_cell(mute_text(f))}"]
     out += ["", _cell(f.message), ""]

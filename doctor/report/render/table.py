@@ -37,7 +37,7 @@ def render_table(report: Report) -> str:
         out += [f"Findings ({len(findings)}):"]
         for f in findings:
             out.append("")
-            out.append(f"{f.severity.label.upper():<5} {f.code}  {f.subject}")
+            out.append(f"{f.severity.label.upper():<5} {f.label}  {f.subject}")
             out.append(_wrap(f.message, "      "))
             if f.fix:
                 out.append(_wrap("fix: " + f.fix, "      "))
@@ -46,7 +46,7 @@ def render_table(report: Report) -> str:
     muted = report.muted_findings
     if muted:
         out += ["", f"Muted ({len(muted)}):"]
-        out += [f"{f.severity.label.upper():<5} {f.code}  {f.subject}: "
+        out += [f"{f.severity.label.upper():<5} {f.label}  {f.subject}: "
                 f"{textwrap.shorten(f.message, 80, placeholder=' ...')} -- muted: {mute_text(f)}"
                 for f in muted]
     if report.timeline is not None:
