@@ -9,6 +9,8 @@
   to, and the call it is an argument of (`RunConfig(...)` inside `Tuner(...)`);
 - `dicts`: dict literals with string keys, where they flow (argument of which
   call, bound to which name, nested under which key);
+- `exports` (the dict objects of each module-level name and of what each module-level
+  function returns, as `name()`: what another module of the files given imports),
 - `imports`, `attributes`, `subscripts` (string keys), `assignments`,
   `classes` (bases, methods and their parameters), `free_names` (names used but
   never bound in the file), `ray_name_loads` (uses of names imported from ray),
@@ -497,6 +499,7 @@ class _Facts(ast.NodeVisitor):
                 if values is not None:
                     facts["values"], facts["values_complete"] = values["values"], values["complete"]
         self.objects = flow.to_json()
+        self.exports = flow.exports()
 
     def result(self) -> dict:
         chains: dict[int, int] = {}
@@ -520,7 +523,8 @@ class _Facts(ast.NodeVisitor):
                 "attributes": self.attributes, "subscripts": self.subscripts,
                 "assignments": self.assignments, "classes": self.classes,
                 "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
-                "objects": getattr(self, "objects", []), "returns": self.returns,
+                "objects": getattr(self, "objects", []), "exports": getattr(self, "exports", {}),
+                "returns": self.returns,
                 "functions": sorted(set(self.functions))}
 
 

@@ -57,12 +57,32 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
-class _Obj:
-    __slots__ = ("id", "span", "keys", "children", "includes", "_seen")
+def _project_import_names(body: list[ast.stmt]) -> set[str]:
+    """The local names the imports of a module bind, but Ray's (statements only: the bodies of
+    compound statements are read, expressions never)."""
+    names: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            module = getattr(stmt, "module", None) or ""
+            for alias in stmt.names:
+                top = (module or alias.name).split(".")[0]
+                if alias.name != "*" and (getattr(stmt, "level", 0) or top != "ray"):
+                    names.add((alias.asname or alias.name).split(".")[0])
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                names |= _project_import_names(inner)
+    return names
 
-    def __init__(self, index: int, span: list[int]):
+
+class _Obj:
+    __slots__ = ("id", "span", "keys", "children", "includes", "_seen", "imported")
+
+    def __init__(self, index: int, span: list[int], imported: str | None = None):
         self.id = index
         self.span = span
+        self.imported = imported  # what another module of the project gives: NAME, mod.NAME, f()
         self.keys: list[dict] = []
         self.children: dict[str, set[int]] = {}
         self.includes: set[int] = set()
@@ -75,9 +95,12 @@ class _Obj:
             self.keys.append(entry)
 
     def to_json(self) -> dict:
-        return {"id": self.id, "span": self.span, "keys": self.keys,
-                "children": {k: sorted(v) for k, v in self.children.items()},
-                "includes": sorted(self.includes)}
+        out = {"id": self.id, "span": self.span, "keys": self.keys,
+               "children": {k: sorted(v) for k, v in self.children.items()},
+               "includes": sorted(self.includes)}
+        if self.imported:
+            out["imported"] = self.imported
+        return out
 
 
 class ValueFlow:
@@ -104,6 +127,10 @@ class ValueFlow:
         self._active: dict[int, list[ast.AST]] = {}
         self._tests: dict[int, str] = {}
         self.passes = 0
+        # Names bound by imports of modules that are not Ray's: what they stand for is in
+        # another file, so each gets one object that says so (see `exports`).
+        self._import_names = _project_import_names(tree.body)
+        self._from_imports: dict[str, int] = {}
 
     # -- driving ----------------------------------------------------------------------------
     def run(self) -> "ValueFlow":
@@ -467,7 +494,10 @@ class ValueFlow:
             name = dotted(node)
             if name is None:
                 return set()
-            return set(self._env.get(self._key(scope, name), ()))
+            found = set(self._env.get(self._key(scope, name), ()))
+            if not found and name.split(".")[0] in self._import_names and name.count(".") <= 1:
+                found = {self._imported(name, node)}
+            return found
         if isinstance(node, ast.Call):
             return self._eval_call(node, scope, depth)
         if isinstance(node, ast.Subscript):
@@ -536,7 +566,19 @@ class ValueFlow:
             for _, inner in self._functions[func.id]:
                 out |= self._returns.get(inner, set())
             return out
+        if name and name.split(".")[0] in self._import_names and name.count(".") <= 1 \
+                and not self._env.get(self._key(scope, name)):
+            return {self._imported(name + "()", call)}
         return set()
+
+    def _imported(self, name: str, node: ast.AST) -> int:
+        """The one object standing for what an import of the project gives (NAME, mod.NAME,
+        or what a function of it returns, `f()`)."""
+        index = self._from_imports.get(name)
+        if index is None:
+            index = self._from_imports[name] = len(self.objects)
+            self.objects.append(_Obj(index, self._span(node), imported=name))
+        return index
 
     def literals(self, node: ast.AST | None, scope: str, depth: int = 0) -> list:
         """The literal values `node` may have; `_UNKNOWN` among them when one is not known."""
@@ -604,6 +646,17 @@ class ValueFlow:
 
     def to_json(self) -> list[dict]:
         return [obj.to_json() for obj in self.objects]
+
+    def exports(self) -> dict[str, list[int]]:
+        """What another module of the project can import: the dict objects of each module-level
+        name, and of what each module-level function returns (as `name()`)."""
+        out = {name: sorted(ids) for (scope, name), ids in self._env.items()
+               if scope == "<module>" and ids and "." not in name}
+        for name, defs in self._functions.items():
+            ids = set().union(*(self._returns.get(inner, set()) for _, inner in defs if inner == name))
+            if ids:
+                out[f"{name}()"] = sorted(ids)
+        return out
 
 
 def value_flow(tree: ast.Module, span: Callable[[ast.AST], list[int]],

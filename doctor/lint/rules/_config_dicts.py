@@ -74,6 +74,7 @@ class ConfigDicts:
         self.stops: dict[int, dict] = {}
         self.guessed: set[int] = set()
         self.not_rllib: set[int] = set()
+        self.imported_sinks: list[dict] = []  # config arguments made of imported names
 
     def _sink_config(self, call: dict) -> list[int]:
         """The objects a call takes as an RLlib config (none when it is not such a call)."""
@@ -88,10 +89,12 @@ class ConfigDicts:
             if kw == "param_space" and name != "Tuner":
                 continue
             arg = _arg(call, kw)
-            if not arg or not arg.get("objects"):
+            if not arg:
+                continue
+            verdict = u.rllib_trainable(call) if name in ("run", "Tuner") or func.endswith("tune.run") else True
+            if not arg.get("objects"):
                 continue
             ids = closure(self.facts, arg["objects"])
-            verdict = u.rllib_trainable(call) if name in ("run", "Tuner") or func.endswith("tune.run") else True
             if verdict is None:
                 verdict = len(rllib_keys(self.facts, ids)) >= _UNKNOWN_TRAINABLE_AT
             if verdict:
@@ -130,9 +133,14 @@ class ConfigDicts:
 
     def sort(self) -> "ConfigDicts":
         u = self.u
+        objects = self.facts.get("objects") or []
         for call in u.calls:
             for i in self._sink_config(call):
                 self.configs.setdefault(i, call)
+                imported = objects[i].get("imported") if i < len(objects) else None
+                if imported:  # made in another module: the project pass follows it there
+                    self.imported_sinks.append({"name": imported, "line": call["span"][0],
+                                                "call": call.get("name") or call.get("func") or ""})
             if call["func"] and (call["func"] in _EXPERIMENTS or u._resolve(call["func"]).endswith(
                     "tune.run_experiments")):
                 self._experiments(call)
@@ -140,6 +148,10 @@ class ConfigDicts:
             if stop and stop.get("objects") and u.trains_rllib(call):
                 for i in closure(self.facts, stop["objects"], ()):
                     self.stops.setdefault(i, call)
+        for index, where in sorted((self.u.reached or {}).items()):  # another module passes it on
+            for i in closure(self.facts, [index]):
+                if i not in self.not_rllib:
+                    self.configs.setdefault(i, {"reached_from": where})
         objects = self.facts.get("objects") or []
         nested = {c for o in objects for ids in o["children"].values() for c in ids}
         included = {c for o in objects for c in o["includes"]}

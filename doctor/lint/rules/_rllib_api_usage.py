@@ -81,9 +81,10 @@ def _edit(span: list[int], old: str, new: str) -> dict:
 class FileUsages:
     """All stale usages in one file (a `lint.files[]` record with `python` facts)."""
 
-    def __init__(self, record: dict, ray_modules: dict | None = None):
+    def __init__(self, record: dict, ray_modules: dict | None = None, reached: dict | None = None):
         self.record = record
         self.ray_modules = ray_modules or {}
+        self.reached = reached or {}  # object id -> where another module hands it to RLlib
         self.facts = record["python"]
         self.calls = self.facts["calls"]
         self.by_chain: dict[int, list[dict]] = {}
@@ -105,6 +106,11 @@ class FileUsages:
             else:
                 self.aliases[imp["asname"] or imp["name"]] = f"{imp['module']}.{imp['name']}"
         self.star_import = any(imp["name"] == "*" for imp in self.imports)
+        # local name -> the import that binds it, for modules that are not Ray's (the
+        # project's own, which the project pass follows across the files given)
+        self.imported_names = {(imp["asname"] or (imp["name"] or imp["module"].split(".")[0])): imp
+                               for imp in self.imports
+                               if imp["name"] != "*" and (imp["level"] or imp["module"].split(".")[0] != "ray")}
         self._config_functions: set[str] = set()
         self._emitted: set[tuple] = set()
         self.switch_offs = [c for c in self.calls if c["name"] == "api_stack" and any(
@@ -546,11 +552,13 @@ class FileUsages:
                     if entry["how"] in ("item", "setdefault"):
                         path = "".join(f'["{p}"]' for p in [entry["key"]] + entry.get("path", []))
                         item = f'{entry.get("target") or "config"}{path}'
+                    sink = group.get(i) if isinstance(group, dict) else None
                     self._dict_key(entry["key"], entry["span"], entry,
-                                   old_config or self.old_stack(entry), item=item, guessed=guessed)
+                                   old_config or self.old_stack(entry), item=item, guessed=guessed,
+                                   reached_from=(sink or {}).get("reached_from"))
 
     def _dict_key(self, key: str, span: list[int], facts: dict, old_stack: bool,
-                  item: str | None = None, guessed: bool = False) -> None:
+                  item: str | None = None, guessed: bool = False, reached_from: str | None = None) -> None:
         source = facts.get("source", "")
         for row in _BY_SHAPE["dict_key"]:
             if key != row.old or (row.stack == "new" and old_stack):
@@ -575,7 +583,11 @@ class FileUsages:
             if row.id == "key-framework-tf":
                 replacement = '"framework": "torch"'
             edits = [_edit(span, row.old, row.new)] if row.mechanical and row.new else []
-            self.emit(row, span, usage, replacement, severity=severity, edits=edits, says=note)
+            extra = {}
+            if reached_from:  # built here, handed to RLlib by another module of the files given
+                usage += f" (handed to RLlib at {reached_from})"
+                extra["reached_from"] = reached_from
+            self.emit(row, span, usage, replacement, severity=severity, edits=edits, says=note, **extra)
 
     # -- imports and names --------------------------------------------------------------------------
     def imports_and_names(self) -> None:

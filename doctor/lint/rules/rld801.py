@@ -52,16 +52,31 @@ def deprecated_rllib_api(snap, params):
         never rewritten. Severity follows harm: silently ignored or never-firing is `fail`,
         raises is `fail`, still works but deprecated is `warn`. A dict config is reported
         key by key where each key is written, also when it reaches RLlib through
-        variables, copies and helper functions; a setting whose value the file does not
+        variables, copies and helper functions, and across the files given (a module's
+        DEFAULTS or make_config() that another module hands to Tune or RLlib is judged
+        as a config there; "looks like an RLlib config" is kept for a dict that reaches no
+        RLlib call in any of them); a setting whose value the file does not
         fix (`local_mode=args.local_mode`) is an `info` note saying what each value does.
         Imports the installed Ray no longer has are read from Ray's own files.
     """
+    from rldoctor.lint.rules._project import reached
     from rldoctor.lint.rules._rllib_api_usage import FileUsages, experiment_usages
 
     version = ray_version(snap)
     found = []
-    for record in lint_files(snap, ("python", "notebook")):
-        for usage in FileUsages(record, snap["lint"].get("ray_modules")).run():
+    records = lint_files(snap, ("python", "notebook"))
+    modules = snap["lint"].get("ray_modules")
+    files = [FileUsages(record, modules) for record in records]
+    usages = {u.record["path"]: u.run() for u in files}
+    # The files given are one project: a dict config built in one module and handed to
+    # RLlib in another is judged again in the module that builds it, as a config.
+    sinks = {u.record["path"]: (u.imported_names, u.dicts.imported_sinks)
+             for u in files if getattr(u, "dicts", None) and u.dicts.imported_sinks}
+    for path, objects in reached(records, sinks).items():
+        record = next(r for r in records if r["path"] == path)
+        usages[path] = FileUsages(record, modules, reached=objects).run()
+    for record in records:
+        for usage in usages[record["path"]]:
             line, col = usage.span[0], usage.span[1]
             evidence = {**usage.evidence, "replacement": usage.replacement, "edits": usage.edits,
                         "ray_version": version}
