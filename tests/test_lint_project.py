@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 
-from conftest import FIXTURES, _clean_env, run_rldoctor
+from conftest import FIXTURES, run_rldoctor
+from test_lint_cli import env  # noqa: F401  (the module's clean environment and names cache)
 
 PROJECT = FIXTURES / "lint" / "project"
 SETTINGS = PROJECT / "robot" / "settings.py"
 
 
-def _findings(*paths, tmp_path):
-    env = {**_clean_env(), "RLDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
+def _findings(*paths, env):
     result = run_rldoctor("lint", "--format", "json", *map(str, paths), env=env)
     assert result.code in (0, 1), result
     findings = json.loads(result.stdout)["findings"]
@@ -22,9 +22,9 @@ def _findings(*paths, tmp_path):
     return {(f["location"]["line"], f["rule"]): f for f in findings}
 
 
-def test_a_config_built_in_one_module_and_trained_in_another_is_judged_as_one_file(tmp_path):
-    together = _findings(PROJECT, tmp_path=tmp_path)
-    alone = _findings(SETTINGS, tmp_path=tmp_path)
+def test_a_config_built_in_one_module_and_trained_in_another_is_judged_as_one_file(env):
+    together = _findings(PROJECT, env=env)
+    alone = _findings(SETTINGS, env=env)
     assert set(together) == set(alone) == {(8, "RLD801/key-framework-tf"), (9, "RLD801/key-num_envs_per_worker"),
                                            (10, "RLD801/key-num_workers"), (20, "RLD801/key-sgd_minibatch_size")}
     for key, f in together.items():  # what Ray 2.60 does with the key decides, as in one file
@@ -41,7 +41,7 @@ def test_a_config_built_in_one_module_and_trained_in_another_is_judged_as_one_fi
     assert not [k for k in together if k[0] == 14]
 
 
-def test_a_top_level_import_of_a_module_attribute_is_followed(tmp_path):
+def test_a_top_level_import_of_a_module_attribute_is_followed(env, tmp_path):
     (tmp_path / "settings.py").write_text(
         'CONFIG = {"env": "CartPole-v1", "num_sgd_iter": 10, "rollout_fragment_length": 50}\n')
     (tmp_path / "run.py").write_text(
@@ -49,7 +49,7 @@ def test_a_top_level_import_of_a_module_attribute_is_followed(tmp_path):
     (tmp_path / "other.py").write_text(  # the same name in a file that hands it to nothing
         'CONFIG = {"env": "CartPole-v1", "num_sgd_iter": 10, "rollout_fragment_length": 50,'
         ' "framework": "torch", "lambda": 0.95}\n')
-    found = _findings(tmp_path / "settings.py", tmp_path / "run.py", tmp_path / "other.py", tmp_path=tmp_path)
+    found = _findings(tmp_path / "settings.py", tmp_path / "run.py", tmp_path / "other.py", env=env)
     by_file = {(path.rsplit("/", 1)[-1], rule): f["severity"] for (path, _, rule), f in found.items()}
     assert by_file == {("settings.py", "RLD801/key-num_sgd_iter"): "fail",
                        ("other.py", "RLD801/key-num_sgd_iter"): "warn"}

@@ -9,20 +9,14 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, _clean_env, run_rldoctor
+from conftest import FIXTURES, run_rldoctor
 from rldoctor.lint.rules import table
+from test_lint_cli import env  # noqa: F401  (the module's clean environment and names cache)
 
 SPELLINGS = FIXTURES / "lint" / "rules" / "rld801_spellings.py"
 TUTORIAL = FIXTURES / "lint" / "tutorial"
 TRANSLATED = "RLD801/key-num_workers"
 NEIGHBOUR = "RLD801/result-episode_reward_mean"
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    environment = _clean_env()
-    environment["RLDOCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("rldoctor-cache"))
-    return environment
 
 
 def _json(*args, env):

@@ -30,6 +30,7 @@ def list_rules(code: str | None = None) -> tuple[str, list[str]]:
     rows = [[f"{c.code}/{r.id}", r.severity, textwrap.shorten(r.summary, 90, placeholder=" ...")]
             for c in checks for r in c.rules.values()]
     if not rows:
-        return f"{checks[0].code} has no rules: it is selected and muted by its code alone", []
+        return (f"{checks[0].code} has no rules: it is selected and muted by its code alone" if code
+                else "no check has rules: each is selected and muted by its code alone"), []
     table = tabulate(rows, headers=["rule", "severity", "usage: what Ray does with it"], tablefmt="simple")
     return table, [f"note: {problem}" for problem in registry.problems]

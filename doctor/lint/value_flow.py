@@ -130,7 +130,7 @@ class ValueFlow:
         # Names bound by imports of modules that are not Ray's: what they stand for is in
         # another file, so each gets one object that says so (see `exports`).
         self._import_names = _project_import_names(tree.body)
-        self._from_imports: dict[str, int] = {}
+        self._import_objects: dict[str, int] = {}  # imported name -> the object standing for it
 
     # -- driving ----------------------------------------------------------------------------
     def run(self) -> "ValueFlow":
@@ -574,9 +574,9 @@ class ValueFlow:
     def _imported(self, name: str, node: ast.AST) -> int:
         """The one object standing for what an import of the project gives (NAME, mod.NAME,
         or what a function of it returns, `f()`)."""
-        index = self._from_imports.get(name)
+        index = self._import_objects.get(name)
         if index is None:
-            index = self._from_imports[name] = len(self.objects)
+            index = self._import_objects[name] = len(self.objects)
             self.objects.append(_Obj(index, self._span(node), imported=name))
         return index
 

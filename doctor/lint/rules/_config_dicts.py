@@ -89,12 +89,10 @@ class ConfigDicts:
             if kw == "param_space" and name != "Tuner":
                 continue
             arg = _arg(call, kw)
-            if not arg:
-                continue
-            verdict = u.rllib_trainable(call) if name in ("run", "Tuner") or func.endswith("tune.run") else True
-            if not arg.get("objects"):
+            if not arg or not arg.get("objects"):
                 continue
             ids = closure(self.facts, arg["objects"])
+            verdict = u.rllib_trainable(call) if name in ("run", "Tuner") or func.endswith("tune.run") else True
             if verdict is None:
                 verdict = len(rllib_keys(self.facts, ids)) >= _UNKNOWN_TRAINABLE_AT
             if verdict:
@@ -152,7 +150,6 @@ class ConfigDicts:
             for i in closure(self.facts, [index]):
                 if i not in self.not_rllib:
                     self.configs.setdefault(i, {"reached_from": where})
-        objects = self.facts.get("objects") or []
         nested = {c for o in objects for ids in o["children"].values() for c in ids}
         included = {c for o in objects for c in o["includes"]}
         judged = set(self.configs) | set(self.stops) | self.not_rllib

@@ -72,9 +72,9 @@ def deprecated_rllib_api(snap, params):
     # RLlib in another is judged again in the module that builds it, as a config.
     sinks = {u.record["path"]: (u.imported_names, u.dicts.imported_sinks)
              for u in files if getattr(u, "dicts", None) and u.dicts.imported_sinks}
+    by_path = {record["path"]: record for record in records}
     for path, objects in reached(records, sinks).items():
-        record = next(r for r in records if r["path"] == path)
-        usages[path] = FileUsages(record, modules, reached=objects).run()
+        usages[path] = FileUsages(by_path[path], modules, reached=objects).run()
     for record in records:
         for usage in usages[record["path"]]:
             line, col = usage.span[0], usage.span[1]
