@@ -123,7 +123,9 @@ def test_the_collector_childs_memory_stays_flat_over_rounds(cluster3, tmp_path):
                     assert child.environ().get("MALLOC_ARENA_MAX") == "2"
             time.sleep(0.2)
         assert len(rss) == 2, f"20 rounds did not end in 120 s: {rss}"
-        assert rss[20] - rss[5] < 35, f"the collector child grew {rss[20] - rss[5]:.0f} MiB in 15 rounds: {rss}"
+        # Measured over rounds 5-20: 82 MiB without the bound; with it 12-49 MiB (49 in a fresh
+        # clone's full run, where the child still warms up), so the line sits between them.
+        assert rss[20] - rss[5] < 65, f"the collector child grew {rss[20] - rss[5]:.0f} MiB in 15 rounds: {rss}"
     finally:
         watch.stop()
 
