@@ -11,7 +11,11 @@ and prints medians, the ratio, and every sample; then where check's time goes, p
 (`phases`): the interpreter and rldoctor's imports (`rldoctor --version`), joining the
 cluster, the probes' start, each collector (from the snapshot's `timing` and
 `collectors.<section>.duration_s`; collectors run side by side, so they overlap), and the
-checks with rendering (`check --from` the snapshot, less the interpreter). Stops the cluster.
+checks with rendering (`check --from` the snapshot, less the interpreter); and the floor
+under the probes: a driver of its own starts one bare zero-CPU actor pinned to each node
+(a class with one method, nothing of rldoctor) and times Ray's start of those workers
+(`bare_actor_per_node_s`: submit to every actor answering; `bare_worker_cpu_s`: each
+worker's own CPU by then). Stops the cluster.
 """
 
 from __future__ import annotations
@@ -38,6 +42,38 @@ def timed(commands: list[list[str]], env: dict) -> float:
     return time.perf_counter() - started
 
 
+BARE_ACTORS = r"""
+import json, logging, resource, sys, time
+import ray
+ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR)
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+class Bare:
+    def cpu(self):
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        return used.ru_utime + used.ru_stime
+
+ids = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+cls = ray.remote(num_cpus=0)(Bare)
+started = time.perf_counter()
+actors = [cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(i, soft=False)).remote()
+          for i in ids]
+cpu = ray.get([a.cpu.remote() for a in actors])
+print(json.dumps({"ready_s": time.perf_counter() - started, "cpu_s": cpu}))
+"""
+
+
+def bare_actor_floor(cluster, env: dict) -> dict:
+    """Ray's own start of one bare zero-CPU actor per node: the floor under the probes."""
+    proc = subprocess.run([str(BIN / "python"), "-c", BARE_ACTORS, cluster.address], env=env,
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode:
+        return {"error": proc.stderr.strip().splitlines()[-1:] or ["exit %d" % proc.returncode]}
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"bare_actor_per_node_s": round(found["ready_s"], 3),
+            "bare_worker_cpu_s": [round(c, 3) for c in found["cpu_s"]]}
+
+
 def where_time_goes(cluster, env: dict, repeats: int = 3) -> dict:
     import tempfile
 
@@ -62,6 +98,7 @@ def where_time_goes(cluster, env: dict, repeats: int = 3) -> dict:
         "collectors_s": {section: record.get("duration_s")
                          for section, record in (doc.get("collectors") or {}).items()},
         "checks_and_rendering_s": round(max(report_s - interpreter, 0.0), 3),
+        **bare_actor_floor(cluster, env),
     }
 
 

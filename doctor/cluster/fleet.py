@@ -253,11 +253,29 @@ class Fleet:
 
 @section("probe_fleet", needs=("nodes",), keep=False, alone=True)
 def probe_fleet_step(ctx) -> None:
-    """One probe worker started on every alive node, while the rest is read."""
+    """One probe worker started on every alive node, while the rest is read.
+
+    The probes' start is the longest path of a snapshot, so it comes first; Ray's state API
+    and autoscaler SDK are imported after it, while the probe workers boot, and before any
+    section beside it runs (this step runs alone): on some releases (2.40) threads that import
+    them side by side see a partially initialized module (ImportError)."""
     from rldoctor.cluster.nodes import alive_ids
 
-    ctx.fleet.start(alive_ids(ctx.doc.get("nodes")))
-    ctx.timing["probes_started_s"] = ctx.budget.elapsed()
+    try:
+        ctx.fleet.start(alive_ids(ctx.doc.get("nodes")))
+        ctx.timing["probes_started_s"] = ctx.budget.elapsed()
+    finally:
+        _import_state_api()
+
+
+def _import_state_api() -> None:
+    import importlib
+
+    for name in ("ray.util.state", "ray.autoscaler.v2.sdk"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
 
 @section("probes", needs=("probe_fleet", "silent_raylets"), keep=False)

@@ -75,18 +75,6 @@ def quiet_ray():
         log.close()
 
 
-def _import_before_threads() -> None:
-    """Import Ray's state API and autoscaler SDK once, here: on some releases (2.40) threads
-    importing them side by side see a partially initialized module (ImportError)."""
-    import importlib
-
-    for name in ("ray.util.state", "ray.autoscaler.v2.sdk"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-
-
 def collect_snapshot(address: str | None, timeout_s: float = DEFAULT_TIMEOUT_S,
                      extras: tuple[Callable[..., None], ...] = (), leave: bool = True,
                      on_refused=None) -> dict:
@@ -160,7 +148,6 @@ class LiveSession:
         each started as soon as what it needs is read, then the extras."""
         from rldoctor.cluster import sections
 
-        _import_before_threads()
         ctx = sections.Context(self.conn, budget, self.fleet, doc, timing)
         sections.run(ctx, sections.found())
         timing["probed_s"] = max((ended for name, ended in timing.get("sections_ended_s", {}).items()
