@@ -2,7 +2,7 @@
 
     python benchmarks/footprint_and_scaling.py [--nodes 3,10,20] [--repeats 3]
 
-For each cluster size (a head plus workers started with `ray start`, 1 CPU and a 64 MiB
+For each cluster size (a head plus workers started with `ray start`, 1 CPU and an 80 MiB
 object store each):
   * wall time of `rldoctor check`, median of --repeats, and each collector's share;
   * the client's CPU seconds (the `rldoctor` process and its children) and the GCS server's
@@ -82,7 +82,7 @@ def probe_reservations(cluster: LocalCluster) -> list[dict]:
 
 
 def measure(nodes: int, repeats: int) -> dict:
-    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, object_store_memory=64 * 2**20)
+    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, object_store_memory=80 * 2**20)  # Ray 2.60 refuses under 75 MiB
              for _ in range(nodes)]
     with LocalCluster(specs) as cluster, tempfile.TemporaryDirectory() as tmp:
         timed_check(cluster)  # warm-up

@@ -636,6 +636,11 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
         if job.get("error_type") == "RUNTIME_ENV_SETUP_FAILURE":
             add(end, "runtime_env_failed", f"job:{name}",
                 lambda _, name=name: f"job {name}: runtime_env setup failed", None)
+    for ended in ((data.get("autoscaler") or {}).get("terminated_nodes") or []):
+        add(_epoch(ended.get("ts")), "node_removed",
+            f"node:{ended.get('node_id') or ended.get('ip')}",
+            lambda t: (f"the autoscaler terminated node {(t.get('node_id') or t.get('id') or '?')[:12]} "
+                       f"({t.get('ip')}): {t.get('reason')}"), ended)
     for e in facts.events:
         label = e.get("label") or ""
         kind = ("oom_kill" if label == "Out of Memory" else "node_dead" if label == "RAY_NODE_REMOVED"

@@ -53,8 +53,10 @@ def config(cluster: LocalCluster, node_types: dict, *, max_workers: int = 2,
 
 
 def autoscaling_cluster(node_types: dict, *, v2: bool = False, head_cpus: float = 0,
+                        bin_dir: Path | None = None, token_auth: bool = True,
                         **kwargs) -> LocalCluster:
-    """A head (0 CPUs by default) whose autoscaler launches `node_types` (not started yet)."""
+    """A head (0 CPUs by default) whose autoscaler launches `node_types` (not started yet),
+    with the Ray of `bin_dir` (another release's venv, tests/ray_venvs.py) or rldoctor's own."""
     env = {"RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1",
            "PYTHONPATH": str(HERE),
            # the fake nodes take the head's marker env; keep their dashboards' agents lean
@@ -63,7 +65,7 @@ def autoscaling_cluster(node_types: dict, *, v2: bool = False, head_cpus: float 
     if v2:
         env["RAY_enable_autoscaler_v2"] = "1"
     head = NodeSpec(num_cpus=head_cpus)
-    cluster = LocalCluster([head], head_env=env)
+    cluster = LocalCluster([head], head_env=env, bin_dir=bin_dir, token_auth=token_auth)
     path = cluster.root / "autoscaling.yaml"
     path.write_text(json.dumps(config(cluster, node_types, v2=v2, head_cpus=head_cpus, **kwargs)))
     head.extra_args = [f"--autoscaling-config={path}"]

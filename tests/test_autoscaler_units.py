@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from rldoctor.lint.rules._kuberay import quantity
-from rldoctor.cluster.autoscaler import _launch_events, _summary_lines, _v1, v1_request_resources
+from rldoctor.cluster.autoscaler import _launch_events, _v1, monitor_log, v1_request_resources
 
 QUOTA = ("Failed to launch 1 node(s) of type quota_worker. (QuotaExceeded): Quota 'CPUS' "
          "exceeded. Limit: 8.0 in region us-west-2.")
@@ -32,8 +32,36 @@ def test_v1_monitor_log_summary_lines_keep_their_time(tmp_path):
     log = tmp_path / "monitor.log"
     log.write_text("2026-12-03 08:04:39,292\tINFO monitor.py:438 -- :event_summary:" + QUOTA + "\n"
                    "2026-12-03 08:04:39,292\tINFO autoscaler.py:469 -- unrelated\n")
-    lines = _summary_lines(str(log), 10_000)
+    lines, terminated = monitor_log(str(log), 10_000)
     assert len(lines) == 1 and lines[0]["message"] == QUOTA and lines[0]["ts"].isdigit()
+    assert terminated == []
+
+
+def test_v1_terminations_are_read_from_its_monitor_log_and_tied_to_the_dead_node(tmp_path):
+    """v1 drains a node without a reason (the GCS records "Terminated by autoscaler."): its
+    monitor.log line is where "(idle)" is said; the provider's id is the Ray node id on the fake
+    provider, its ip the node's address on a cloud."""
+    from rldoctor.cluster.autoscaler import assemble
+
+    log = tmp_path / "monitor.log"
+    fake = "f" * 51 + "00001"
+    log.write_text(
+        "2026-12-05 19:40:01,123\tINFO autoscaler.py:596 -- StandardAutoscaler: Terminating the "
+        f"node with id {fake} and ip 192.0.2.2. (idle)\n"
+        "2026-12-05 19:41:01,123\tINFO autoscaler.py:596 -- StandardAutoscaler: Terminating the "
+        "node with id i-0abc and ip 10.0.0.7. (max workers)\n")
+    events, terminated = monitor_log(str(log), 10_000)
+    assert events == []
+    assert [(t["id"], t["ip"], t["reason"]) for t in terminated] == [
+        (fake, "192.0.2.2", "idle"), ("i-0abc", "10.0.0.7", "max workers")]
+    nodes = [{"node_id": fake, "ip": "127.0.0.1", "alive": False},
+             {"node_id": "b" * 56, "ip": "10.0.0.7", "alive": False},
+             {"node_id": "c" * 56, "ip": "10.0.0.7", "alive": True}]
+    section = assemble({}, {"monitor": {"pid": 1, "entrypoint": "v1", "config_path": "x"},
+                            "terminated": terminated}, None, nodes, now=0)
+    assert [(t["node_id"], t["reason"]) for t in section["terminated_nodes"]] == [
+        (fake, "idle"), ("b" * 56, "max workers")]
+    assert "no monitor process" not in section["decided_from"], section["decided_from"]
 
 
 def test_v1_request_resources_bundles_are_counted_by_shape():
@@ -62,13 +90,12 @@ def test_kubernetes_quantities():
 
 
 def test_v2_launch_failures_are_read_from_its_monitor_log(tmp_path):
-    from rldoctor.cluster.autoscaler import _v2_failure_lines
 
     log = tmp_path / "monitor.log"
     log.write_text("2026-12-03 10:54:26,754\tINFO node_provider.py:491 -- Failed to launch 1 nodes of "
                    "type quota_worker: Node Launch Exception (QuotaExceeded): Quota 'CPUS' exceeded. "
                    "Limit: 8.0 in region us-west-2.\n")
-    summary = _launch_events(_v2_failure_lines(str(log), 10_000))
+    summary = _launch_events(monitor_log(str(log), 10_000)[0])
     assert summary["failed"][0]["category"] == "QuotaExceeded"
     assert summary["failed"][0]["reason"] == "Quota 'CPUS' exceeded. Limit: 8.0 in region us-west-2."
 

@@ -277,8 +277,9 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
     # and bundles left the shipped modules (snapshot_document); + 2.3 KiB for
     # cluster/dashboard_http.py, the one dashboard client both sides use (issue 31), - 2.4 KiB
     # once signatures travel without their annotations: 85.2 KiB; + 2.6 KiB for the collector
-    # contract (cluster/sections.py, issue 31), - 2.6 KiB with one space per block level: 85.9 KiB
-    assert len(package.build().data) < 86 * 1024
+    # contract (cluster/sections.py, issue 31), - 2.6 KiB with one space per block level: 85.9 KiB;
+    # + 0.1 KiB for the nodes autoscaler v1 terminated, from its monitor.log (issue 33): 86.03 KiB
+    assert len(package.build().data) < 86.25 * 1024
 
 
 def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):

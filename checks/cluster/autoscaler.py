@@ -7,6 +7,7 @@ autoscaler runs, its node types with min/max/current, its launches and failures,
 from __future__ import annotations
 
 import time
+from typing import Iterator
 
 from rldoctor.checks import _autoscaling as scaling
 from rldoctor.checks._resources import show
@@ -234,21 +235,31 @@ def nodes_removed_under_training(snap, params):
         training restarts runners, runs with fewer, or fails; nodes come and go.
 
     Cause:
-        The autoscaler counts a node idle when nothing is leased on it (before Ray 2.60 v1:
-        when no resource is in use, so a node with only 0-CPU env runners is idle) and
-        removes it after `idle_timeout_minutes` (KubeRay `idleTimeoutSeconds`, 60 s by
-        default); spot nodes are preempted. A training's actors on such a node die with it.
+        The autoscaler counts a node idle when nothing is leased on it (v1 of Ray 2.40 and
+        older: when none of its resources is in use, object store included, so a node whose
+        env runners ask for 0 CPUs is idle whenever the training pauses) and removes it after
+        `idle_timeout_minutes` (KubeRay `idleTimeoutSeconds`, 60 s by default); spot nodes
+        are preempted. A training's actors on such a node die with it, and so do the env
+        runners whose owner (the algorithm) ran there. v1 drains a node without a reason (the
+        GCS records only "Terminated by autoscaler."); its monitor.log says why
+        ("Terminating the node with id X and ip Y. (idle)"), which rldoctor reads on the head.
 
     Fix:
         Raise the idle timeout above the training's pauses, give env runners a CPU, keep
         `min_workers` nodes, and for preemptible nodes keep RLlib's restarts on and
         checkpoint often. The finding names the node, its reason, the actors lost and how
         the training took it; before it happens, training actors on a node the autoscaler
-        counts idle.
+        counts idle, or (v1 of Ray 2.40 and older) on a node where they hold no resource, which
+        a pause of the training longer than the idle timeout removes.
     """
     scaler = snap["autoscaler"]
-    dead = {n["node_id"]: n for n in snap.nodes if not n.get("alive")
-            and n.get("death_reason") in _REMOVAL_REASONS}
+    why = {n["node_id"]: _REMOVAL_REASONS[n["death_reason"]] for n in snap.nodes
+           if not n.get("alive") and n.get("death_reason") in _REMOVAL_REASONS}
+    for ended in scaler.get("terminated_nodes") or []:  # v1 drains without a reason: its log has it
+        if ended.get("node_id") and ended["node_id"] not in why:
+            why[ended["node_id"]] = ("terminated by the autoscaler as idle" if ended.get("reason") == "idle"
+                                     else f"terminated by the autoscaler ({ended.get('reason')})")
+    dead = {n["node_id"]: n for n in snap.nodes if n["node_id"] in why and not n.get("alive")}
     members = _training_actors(snap)
     by_node: dict[str, list] = {}
     for training, member in members:
@@ -256,10 +267,12 @@ def nodes_removed_under_training(snap, params):
             by_node.setdefault(member["node_id"], []).append((training, member))
     # Actors whose death cause names a removed node (the training section keeps the current
     # node only; a restarted actor's old node is in its death cause).
+    # An actor whose owner (the algorithm, a driver loop) ran there dies with it, wherever it ran.
     for actor in ((snap.get("actors") or {}).get("items") or []):
         message = ((actor.get("death_cause") or {}).get("message") or "")
-        for node_id in dead:
-            if node_id in message and rllib_role(actor.get("class_name")):
+        for node_id, node in dead.items():
+            owner_there = "Owner's node" in message and f"Owner Ip address: {node.get('ip')} " in message
+            if (node_id in message or owner_there) and rllib_role(actor.get("class_name")):
                 training = next((t for t, m in members if m and m.get("actor_id") == actor["actor_id"]), {})
                 if not any(m.get("actor_id") == actor["actor_id"] for _, m in by_node.get(node_id, [])):
                     by_node.setdefault(node_id, []).append((training, {**actor, "role": rllib_role(actor.get("class_name"))}))
@@ -275,11 +288,11 @@ def nodes_removed_under_training(snap, params):
         severity = fail if any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values()) else warn
         yield severity(
             f"node:{node_id}",
-            f"node {node_id[:12]} ({node.get('ip')}) was {_REMOVAL_REASONS[reason]} while a "
+            f"node {node_id[:12]} ({node.get('ip')}) was {why[node_id]} while a "
             f"training ran there: {what} lost with it "
             f"({', '.join(sorted({m.get('class_name') or '?' for _, m in lost}))}); {took}"
             + (f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
-            {"node_id": node_id, "ip": node.get("ip"), "death_reason": reason,
+            {"node_id": node_id, "ip": node.get("ip"), "death_reason": reason, "removed": why[node_id],
              "death_message": node.get("death_message"),
              "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
                       for _, m in lost],
@@ -287,6 +300,7 @@ def nodes_removed_under_training(snap, params):
             _REMOVED_FIX)
     if not scaler.get("running"):
         return
+    yield from _idle_by_resources(snap, scaler, members)
     # Before it happens: training actors on a node the autoscaler counts idle.
     timeout_s = None
     config = scaler.get("config") or {}
@@ -312,3 +326,58 @@ def nodes_removed_under_training(snap, params):
             {"node_id": node_id, "idle_s": state.get("idle_s"), "idle_timeout_s": timeout_s,
              "node_type": state.get("node_type"), "activity": state.get("activity"),
              "actors": [m.get("actor_id") for m in on_node]}, _REMOVED_FIX)
+
+
+def counts_idle_by_resources(scaler: dict, ray_version) -> bool:
+    """Autoscaler v1 of Ray 2.40 and older counts a node used only while one of its resources
+    is in use (load_metrics: static != dynamic resources); from 2.41 on (ray#48519), and in v2,
+    a node is busy while any worker is leased there, so a live actor keeps its node."""
+    try:
+        release = tuple(int(p) for p in str(ray_version).split(".")[:2])
+    except ValueError:
+        return False
+    return scaler.get("version") == "v1" and release <= (2, 40)
+
+
+def _in_use(node: dict) -> list[str]:
+    total, free = node.get("resources_total") or {}, node.get("resources_available") or {}
+    return sorted(k for k, v in total.items() if not k.startswith("node:") and
+                  k != "object_store_memory" and float(v) - float(free.get(k, 0.0)) > 1e-9)
+
+
+def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
+    """Before it happens, where the autoscaler counts idleness by resources in use: a worker
+    node whose training actors hold no resource (num_cpus_per_env_runner=0) while nothing else
+    does is used only while objects sit in its object store, so it is idle whenever the training
+    pauses, and removed when a pause outlasts the idle timeout."""
+    version = (snap.get("cluster") or {}).get("ray_version")
+    if not counts_idle_by_resources(scaler, version):
+        return
+    minutes = (scaler.get("config") or {}).get("idle_timeout_minutes")
+    nodes = {n["node_id"]: n for n in snap.nodes if n.get("alive") and not n.get("is_head")}
+    by_node: dict[str, list] = {}
+    for training, member in members:
+        if member and member.get("state") == "ALIVE" and member.get("node_id") in nodes:
+            by_node.setdefault(member["node_id"], []).append((training, member))
+    for node_id, here in sorted(by_node.items()):
+        node = nodes[node_id]
+        if _in_use(node):
+            continue
+        names = ", ".join(sorted({m.get("class_name") or "?" for _, m in here}))
+        subjects = ", ".join(sorted({t.get("subject") or "?" for t, _ in here}))
+        yield warn(
+            f"node:{node_id}",
+            f"{subjects}'s {len(here)} actor(s) ({names}) run on node {node_id[:12]} "
+            f"({node.get('ip')}) and hold no resource there, nor does anything else: autoscaler v1 "
+            f"of Ray {version} counts a node idle while none of its resources is in use (its object "
+            "store empty included), so a pause of the training (an evaluation, a checkpoint, a "
+            "learner update elsewhere) longer than the idle timeout"
+            + (f" ({float(minutes) * 60:.0f} s)" if minutes is not None else "")
+            + " removes the node with them",
+            {"node_id": node_id, "ray_version": version, "idle_timeout_minutes": minutes,
+             "resources_total": node.get("resources_total"),
+             "actors": [m.get("actor_id") for _, m in here]},
+            "Give the env runners a resource so that their node counts as used: "
+            "`num_cpus_per_env_runner` above 0 (or a custom resource of the node type), or keep "
+            "`min_workers` nodes of the type; Ray 2.41 and later (and autoscaler v2) count a node "
+            "busy while an actor lives there. " + _REMOVED_FIX)

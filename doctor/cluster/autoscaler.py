@@ -84,9 +84,8 @@ def monitor_here(gcs_address: str | None = None, events_tail_bytes: int = EVENTS
             pass
         except OSError as exc:
             out["errors"].append(f"events {path}: {exc}"[:300])
-        # v1 sends some events (its launch failures) only to drivers, through monitor.log
-        out["events"] += _summary_lines(os.path.join(logs, "monitor.log"), events_tail_bytes)
-        out["events"] += _v2_failure_lines(os.path.join(logs, "monitor.log"), events_tail_bytes)
+        logged, out["terminated"] = monitor_log(os.path.join(logs, "monitor.log"), events_tail_bytes)
+        out["events"] += logged
         seen = set()
         out["events"] = [e for e in out["events"] if not ((e["ts"], e["message"]) in seen
                                                           or seen.add((e["ts"], e["message"])))]
@@ -96,68 +95,51 @@ def monitor_here(gcs_address: str | None = None, events_tail_bytes: int = EVENTS
     return out
 
 
-def _summary_lines(path: str, tail_bytes: int) -> list:
-    """The `:event_summary:` lines of v1's monitor.log, with their times (never raises)."""
-    import datetime
-
-    found = []
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - tail_bytes))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return found
-    for line in text.splitlines():
-        marker = line.find(":event_summary:")
-        if marker < 0:
-            continue
-        try:
-            when = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-        except ValueError:
-            continue
-        message = line[marker + len(":event_summary:"):].strip()
-        if message.startswith("Failed to launch"):
-            found.append({"ts": str(int(when)), "severity": "ERROR", "message": message[:500]})
-    return found
-
-
 _V2_FAILED = re.compile(r"Failed to launch (\d+) nodes of type (\S+): (?:Node Launch Exception \((.*?)\): )?(.*)")
+_TERMINATING = re.compile(r"Terminating the node with id (\S+) and ip (\S+)\. \((.*)\)")
 
 
-def _v2_failure_lines(path: str, tail_bytes: int) -> list:
-    """v2's launch failures, which its monitor.log alone keeps with the provider's words
-    ("Failed to launch 1 nodes of type T: Node Launch Exception (Category): description"),
-    as v1-style event messages with their times (never raises)."""
+def monitor_log(path: str, tail_bytes: int) -> tuple[list, list]:
+    """From the tail of the autoscaler's monitor.log, with their times (never raises):
+    - launch failures as v1-style event messages: v1's `:event_summary:` lines (v1 sends them
+      only to drivers and this log) and v2's "Failed to launch 1 nodes of type T: Node Launch
+      Exception (Category): description" (only this log keeps the provider's words);
+    - the nodes it terminated, {ts, id, ip, reason}: "StandardAutoscaler: Terminating the node
+      with id X and ip Y. (idle)" (v1 drains them without a reason, so the GCS records only
+      "Terminated by autoscaler."; the provider's id is the Ray node id on the fake provider,
+      the ip the node's address on a cloud)."""
     import datetime
 
-    found = []
+    events, terminated = [], []
     try:
         with open(path, "rb") as f:
             f.seek(0, 2)
             f.seek(max(0, f.tell() - tail_bytes))
             text = f.read().decode(errors="replace")
     except OSError:
-        return found
+        return events, terminated
     for line in text.splitlines():
-        if "node_provider.py" not in line:
-            continue
-        m = _V2_FAILED.search(line)
-        if not m:
+        summary = line.find(":event_summary:")
+        failed = _V2_FAILED.search(line) if "node_provider.py" in line else None
+        ended = _TERMINATING.search(line) if summary < 0 else None
+        if summary < 0 and not failed and not ended:
             continue
         try:
-            when = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            when = str(int(datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()))
         except ValueError:
             continue
-        reason = f"({m.group(3)}): {m.group(4)}" if m.group(3) else f"(error): {m.group(4)}"
-        found.append({"ts": str(int(when)), "severity": "ERROR",
-                      "message": f"Failed to launch {m.group(1)} node(s) of type {m.group(2)}. {reason}"[:500]})
-    return found
-
-
-def _hex(node_id: str | None) -> str | None:
-    """A node id of the reply (bytes, hex in rldoctor.cluster.private.message_dict) as Ray's hex."""
-    return node_id or None
+        if ended:
+            terminated.append({"ts": when, "id": ended.group(1), "ip": ended.group(2),
+                               "reason": ended.group(3)[:200]})
+        elif failed:
+            reason = f"({failed.group(3)}): {failed.group(4)}" if failed.group(3) else f"(error): {failed.group(4)}"
+            events.append({"ts": when, "severity": "ERROR", "message": f"Failed to launch {failed.group(1)} "
+                           f"node(s) of type {failed.group(2)}. {reason}"[:500]})
+        else:
+            message = line[summary + len(":event_summary:"):].strip()
+            if message.startswith("Failed to launch"):
+                events.append({"ts": when, "severity": "ERROR", "message": message[:500]})
+    return events, terminated[-MAX_EVENTS:]
 
 
 def _bundle(request: dict) -> dict:
@@ -258,8 +240,6 @@ def _v2(state: dict) -> dict:
 def _launch_events(events: list) -> dict:
     """From the autoscaler's event log: launch failures per node type (count, first, last, the
     reason as the log gives it) and nodes removed per cause."""
-    import re
-
     failed: dict = {}
     removed: list = []
     added: dict = {}
@@ -346,10 +326,10 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
                       "nodes" if readonly else ""))
     elif head_error:
         why.append(f"head not read ({head_error})")
+    elif not head_error:
+        why.append("no monitor process on the head")
     if raw.get("cluster_status_error"):
         why.append(f"cluster status not read ({raw['cluster_status_error']})")
-    else:
-        why.append("no monitor process on the head")
     section: dict = {"version": version if running else None, "configured_version": version,
                      "running": running, "decided_from": "; ".join(why),
                      "v1_status_age_s": v1["status_age_s"],
@@ -369,10 +349,9 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
         + (": on KubeRay it is the RayCluster CR (`rldoctor lint raycluster.yaml`)"
            if monitor and monitor.get("entrypoint") == "kuberay" else ""))
     # Node states from the GCS (both versions): type, status, idle time.
-    by_ip = {n.get("ip"): n for n in nodes or []}
     node_states = []
     for state_entry in resource_state.get("node_states") or []:
-        node_id = _hex(state_entry.get("node_id"))
+        node_id = state_entry.get("node_id") or None  # hex already (private.message_dict)
         node_type = state_entry.get("ray_node_type_name") or v1["node_type_of"].get(
             state_entry.get("instance_id") or "") or v1["node_type_of"].get(
             state_entry.get("node_ip_address") or "")
@@ -381,8 +360,13 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
                             "status": state_entry.get("status", "RUNNING"),
                             "idle_s": round(int(state_entry.get("idle_duration_ms") or 0) / 1000, 1),
                             "activity": list(state_entry.get("node_activity") or [])[:5]})
-    del by_ip
     section["node_states"] = node_states
+    dead = [n for n in nodes or [] if not n.get("alive")]
+    section["terminated_nodes"] = []
+    for entry in head.get("terminated") or []:  # tied to the dead Ray node they ended
+        match = [n for n in dead if n.get("node_id") == entry["id"]] or \
+            [n for n in dead if n.get("ip") == entry["ip"]]
+        section["terminated_nodes"].append({**entry, "node_id": match[0]["node_id"] if len(match) == 1 else None})
     section["idle_nodes"] = [s for s in node_states if s["status"] == "IDLE"]
     current: dict = {}
     for s in node_states:
@@ -427,9 +411,7 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
         section["failed_nodes"] = v1["failed_nodes"]
         section["infeasible"] = None  # v1 does not publish it: the checks judge against the node types
         section["v1_active"] = v1["active"]
-        section["v1_launched"] = {}
-        for name, count in v1["active"].items():
-            section["v1_launched"][name] = count
+        section["v1_launched"] = dict(v1["active"])
         section["v1_node_ids"] = v1["node_type_of"]
     types = []
     for name, spec in sorted(((config or {}).get("node_types") or {}).items()):

@@ -133,7 +133,7 @@ def _zipped(members: list[tuple[str, bytes]]) -> bytes:
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+            archive.writestr(info, data, compresslevel=9)  # a ZipInfo of its own keeps zlib's 6
     return buffer.getvalue()
 
 

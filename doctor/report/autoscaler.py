@@ -30,6 +30,7 @@ def summarize(snap) -> dict | None:
         "idle_nodes": [{k: s.get(k) for k in ("node_id", "ip", "node_type", "idle_s")}
                        for s in a.get("idle_nodes") or []],
         "removed": ((a.get("events") or {}).get("removed") or [])[-10:],
+        "terminated_nodes": (a.get("terminated_nodes") or [])[-10:],
         "error": a.get("error"),
     }
 
