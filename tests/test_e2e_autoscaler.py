@@ -21,6 +21,7 @@ import pytest
 from autoscaling import autoscaling_cluster, wait_nodes, worker_type
 from conftest import check_json, run_rldoctor
 from localcluster import LocalCluster, NodeSpec, _pids_of
+from ray_venvs import ray_venv
 
 pytestmark = pytest.mark.cluster
 
@@ -105,8 +106,11 @@ def _by(result, code: str) -> dict:
 class Scenario:
     """One autoscaling cluster walked through: a healthy scale-up, then blocked demands."""
 
-    def __init__(self, v2: bool):
-        self.cluster = autoscaling_cluster(TYPES, v2=v2, max_workers=4, provider=PROVIDER)
+    def __init__(self, v2: bool, release: str | None = None):
+        # release: another Ray's venv (tests/ray_venvs.py), reached through its dashboard
+        self.cluster = autoscaling_cluster(TYPES, v2=v2, max_workers=4, provider=PROVIDER,
+                                           bin_dir=ray_venv(release) if release else None,
+                                           token_auth=release is None)
         self.drivers: list[subprocess.Popen] = []
 
     def __enter__(self):
@@ -252,6 +256,22 @@ def test_v1_preempted_node_under_env_runners_is_rld109(v1):
     assert "preempted" in found[0]["message"] and "1 env runner(s)" in found[0]["message"], found
     assert "SingleAgentEnvRunner" in found[0]["message"]
     assert found[0]["evidence"]["death_reason"] == "AUTOSCALER_DRAIN_PREEMPTED"
+
+
+@pytest.fixture(scope="module")
+def v2_ray255():
+    with Scenario(v2=True, release="2.55.0") as scenario:
+        yield scenario
+
+
+@pytest.mark.slow
+def test_v2_of_ray_255_through_its_dashboard_one_finding_per_cause(v2_ray255):
+    """Ray 2.55's autoscaler v2 (the collectors run inside the cluster with its Ray)."""
+    assert not v2_ray255.healthy.findings("RLD108"), v2_ray255.healthy
+    assert v2_ray255.healthy.json()["source"]["path"] == "dashboard"
+    _assert_blocked(v2_ray255.blocked, "v2")
+    ghost = _by(v2_ray255.blocked, "RLD108").get("never-joins")
+    assert ghost and ghost["subject"] == "node_type:ghost_worker", v2_ray255.blocked
 
 
 def test_v2_blocked_demands_one_finding_per_cause(v2):
