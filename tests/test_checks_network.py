@@ -217,3 +217,25 @@ def test_rld202_a_remeasurement_beside_a_peer_reports_a_node_its_noisy_first_pul
     assert "measured again beside a peer: 32 vs 419 MiB/s" in finding.message
     # beside a peer at nearly its own speed it is not reported
     assert run(slow_object_transfer, _with_transfer_recheck(data, ids[1], 300.0, 320.0)) == []
+
+
+def test_past_the_pull_limit_a_sample_of_nodes_pulls_and_rld202_says_so():
+    """On a large cluster object transfer is measured on a random sample of nodes (two 8 MiB
+    pulls each, one node at a time: at 1,000 nodes every node would move 16 GB through the
+    cluster and outlast the check's deadline); the check says how many it saw."""
+    import random
+
+    from rldoctor.cluster.network import MAX_PULLED_NODES, pulled_nodes
+
+    nodes = [f"{i:056x}" for i in range(1000)]
+    few = pulled_nodes(nodes[:10])
+    assert few == nodes[:10]
+    sample = pulled_nodes(nodes, rng=random.Random(1))
+    assert len(sample) == MAX_PULLED_NODES == len(set(sample)) and set(sample) <= set(nodes)
+    assert sample != pulled_nodes(nodes, rng=random.Random(2))  # another sample each check
+    data = copy.deepcopy(HEALTHY)
+    data["network"]["transfer_sampling"] = {"pulled": 64, "of": 1000, "limit": 64}
+    result = _run_result(slow_object_transfer, data)
+    assert [n.subject for n in result.notes] == ["snapshot.network"], result.notes
+    assert "measured on 64 of 1000 nodes, a random sample each check" in result.notes[0].message
+    assert not _run_result(slow_object_transfer, HEALTHY).notes

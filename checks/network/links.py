@@ -230,6 +230,12 @@ def slow_object_transfer(snap, params):
     network = snap["network"]
     measured = {nid: e["bandwidth_mib_s"] for nid, e in (network.get("nodes") or {}).items()
                 if e.get("bandwidth_mib_s")}
+    sampling = network.get("transfer_sampling")
+    if sampling:
+        yield note("snapshot.network",
+                   f"object transfer measured on {sampling['pulled']} of {sampling['of']} nodes, a "
+                   f"random sample each check (at most {sampling['limit']} nodes pull objects per "
+                   "check); a slow node outside it is found by a later check", sampling)
     if len(measured) < 2:
         return  # nothing to compare with
     noise = bandwidth_noise(network)

@@ -37,6 +37,19 @@ RECHECK_PINGS = 8  # per node, interleaved with the peer's
 RECHECK_PULLS = 2
 MAX_RECHECKED_NODES = 8
 RECHECK_BUDGET_S = 4.0  # extra wall time the second look may take in all
+# Object pulls per collection (two of DEFAULT_OBJECT_BYTES each, one node at a time): past it a
+# random sample of nodes, another each collection, said in `transfer_sampling`. Round trips
+# stay on every node (MAX_PINGS_TOTAL shrinks their rounds instead).
+MAX_PULLED_NODES = 64
+
+
+def pulled_nodes(nodes: list, limit: int = MAX_PULLED_NODES, rng=None) -> list:
+    """The nodes whose object transfer is measured: all of them up to `limit`, else a sample."""
+    if len(nodes) <= limit:
+        return list(nodes)
+    import random
+
+    return sorted((rng or random.Random()).sample(list(nodes), limit))
 
 
 def _store_has_room(object_store: dict | None, node_id: str, object_bytes: int) -> bool:
@@ -213,9 +226,14 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
                                    "bandwidth_fraction_of_median": BANDWIDTH_SUSPECT_FRACTION}}
     samples, errors = _ping_rounds(fleet, nodes, rounds, budget)
     pulls: dict[str, list[float]] = {}
+    answering = [n for n in nodes if n not in errors]
+    measured = set(pulled_nodes(answering))
+    if len(measured) < len(answering):
+        result["transfer_sampling"] = {"pulled": len(measured), "of": len(answering),
+                                       "limit": MAX_PULLED_NODES}
     if object_bytes > 0:
         for node_id in nodes:
-            if node_id in errors:
+            if node_id in errors or node_id not in measured:
                 continue
             if not _store_has_room(object_store, node_id, object_bytes):
                 result["skipped_transfer"][node_id] = "object store too full to take the probe object"
