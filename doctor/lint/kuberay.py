@@ -33,14 +33,37 @@ def cluster_spec(data: dict) -> tuple[dict | None, str]:
     return spec, "/spec"
 
 
+MAX_REPLICAS_DEFAULT = 2147483647  # KubeRay's CRD default for a worker group's maxReplicas
+
+
+def with_api_defaults(cr: dict) -> dict:
+    """The CR as the autoscaler reads it from the Kubernetes API: with what the API server fills
+    in from KubeRay's CRD (no worker groups, a group's minReplicas 0 and maxReplicas
+    2147483647, empty rayStartParams) and a name for a `generateName` manifest."""
+    meta = cr["metadata"]
+    if not meta.get("name"):
+        meta["name"] = f"{meta.get('generateName') or 'unnamed-'}00000"
+    spec = cr["spec"]
+    if not isinstance(spec.get("workerGroupSpecs"), list):
+        spec["workerGroupSpecs"] = []
+    for group in [spec.get("headGroupSpec")] + spec["workerGroupSpecs"]:
+        if isinstance(group, dict):
+            group.setdefault("rayStartParams", {})
+    for group in spec["workerGroupSpecs"]:
+        if isinstance(group, dict):
+            group.setdefault("minReplicas", 0)
+            group.setdefault("maxReplicas", MAX_REPLICAS_DEFAULT)
+    return cr
+
+
 def derive(data: dict) -> dict:
     """{"config": the autoscaling config Ray derives, or "error": why Ray refuses the CR}."""
     spec, base = cluster_spec(data)
     if not isinstance(spec, dict):
         return {"base": base, "error": f"no cluster spec at {base}"}
-    cr = {"apiVersion": data.get("apiVersion"), "kind": "RayCluster",
-          "metadata": {"namespace": "default", **(data.get("metadata") or {})},
-          "spec": copy.deepcopy(spec)}
+    cr = with_api_defaults({"apiVersion": data.get("apiVersion"), "kind": "RayCluster",
+                            "metadata": {"namespace": "default", **(data.get("metadata") or {})},
+                            "spec": copy.deepcopy(spec)})
     try:
         from ray.autoscaler._private.kuberay.autoscaling_config import (
             _derive_autoscaling_config_from_ray_cr,

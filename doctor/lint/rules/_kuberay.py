@@ -48,6 +48,11 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
     data = doc["data"]
     facts = doc.get("kuberay") or {}
     base = facts.get("base") or "/spec"
+    spec = data
+    for part in base.strip("/").split("/"):
+        spec = (spec or {}).get(part) or {}
+    if facts.get("error") and not spec.get("enableInTreeAutoscaling"):
+        facts = {**facts, "error": None}  # no autoscaler reads it: the CR's own rules below
     if facts.get("error"):
         return [Problem("fail", base, f"KubeRay's autoscaler cannot read this {data.get('kind')}: Ray's "
                         f"own derivation of the autoscaling config from it fails ({facts['error']})",
@@ -72,9 +77,6 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
             problem.pointer = base
         problem.evidence = {**problem.evidence, "derived_from": "the autoscaling config Ray derives from the CR"}
         out.append(problem)
-    spec = data
-    for part in base.strip("/").split("/"):
-        spec = (spec or {}).get(part) or {}
     for name, pointer, group in groups:
         params = group.get("rayStartParams") or {}
         container = _ray_container(group)
@@ -113,7 +115,7 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
             if head_cpus else ""
     else:
         said = f"rayStartParams num-cpus={head_params.get('num-cpus')}"
-    if head_cpus:
+    if head_cpus and len(groups) > 1:  # a head-only cluster has nowhere else to run work
         out.append(Problem("warn", f"{head_pointer}/rayStartParams",
                            f"the head offers {head_cpus:g} CPU(s) to trainings ({said}): env runners, "
                            "learners and the RLlib algorithm land on the head beside the GCS and the "
