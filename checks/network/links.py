@@ -483,6 +483,12 @@ def port_unreachable(snap, params):
     reach = snap["reach"]
     head = reach.get("head_node_id")
     needed = _ports_needed(snap, reach)
+    sampled = (reach.get("sampling") or {}).get("peers_per_node")
+    if sampled:  # said whether or not a port is found closed
+        yield note("snapshot.reach",
+                   f"ports tried on {(reach.get('sampling') or {}).get('nodes')} nodes from the head "
+                   f"and {sampled} peers each, not from every node (every pair up to 32 nodes): a port "
+                   "closed between two other nodes only may not be seen", reach.get("sampling"))
     for target, fails in sorted(failures_by_target(reach).items()):
         state = reach_state(snap, target)
         if state not in ("closed", "address"):
