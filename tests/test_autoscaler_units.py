@@ -116,3 +116,34 @@ def test_cluster_status_reply_as_a_dict_with_the_messages_own_api():
                                                     "total_resources": {"CPU": 1.0}, "idle_duration_ms": 5}]},
         "autoscaling_state": {"failed_instance_requests": [{"ray_node_type_name": "q", "reason": "Quota",
                                                             "count": 1}]}}
+
+
+def test_rld109_before_it_happens_on_ray_240_only_for_nodes_it_may_scale_down():
+    """The recorded Ray 2.40 cluster (a paused training on a worker node where it holds no
+    resource): warned; not on Ray 2.41 and later (a live actor keeps its node), not on a node of
+    a type at its min_workers, not on a node the autoscaler did not launch."""
+    import copy
+
+    from conftest import FIXTURES
+    from rldoctor.checks.cluster.autoscaler import nodes_removed_under_training
+    from rldoctor.snapshot import Snapshot
+
+    recorded = json.loads((FIXTURES / "autoscaler-idle-ray240-pause.json").read_text())
+
+    def warned(data):
+        return [f for f in nodes_removed_under_training(Snapshot(data), {})
+                if "hold no resource there" in f.message]
+
+    assert len(warned(recorded)) == 1
+    newer = copy.deepcopy(recorded)
+    newer["cluster"]["ray_version"] = "2.41.0"
+    assert warned(newer) == []
+    at_min = copy.deepcopy(recorded)
+    for t in at_min["autoscaler"]["node_types"]:
+        if t["name"] == "cpu_worker":
+            t["min_workers"] = 1
+    assert warned(at_min) == []
+    by_hand = copy.deepcopy(recorded)
+    by_hand["autoscaler"]["node_states"] = [s for s in by_hand["autoscaler"]["node_states"]
+                                            if s["node_type"] != "cpu_worker"]
+    assert warned(by_hand) == []

@@ -354,7 +354,12 @@ def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
     if not counts_idle_by_resources(scaler, version):
         return
     minutes = (scaler.get("config") or {}).get("idle_timeout_minutes")
-    nodes = {n["node_id"]: n for n in snap.nodes if n.get("alive") and not n.get("is_head")}
+    # Only nodes it launched, of a type it may scale down (above its min_workers)
+    type_of = {s.get("node_id"): s.get("node_type") for s in scaler.get("node_states") or []}
+    kept = {t["name"] for t in scaler.get("node_types") or []
+            if t.get("head") or (t.get("min_workers") or 0) >= (t.get("current") or 0)}
+    nodes = {n["node_id"]: n for n in snap.nodes if n.get("alive") and not n.get("is_head")
+             and type_of.get(n["node_id"]) and type_of[n["node_id"]] not in kept}
     by_node: dict[str, list] = {}
     for training, member in members:
         if member and member.get("state") == "ALIVE" and member.get("node_id") in nodes:
