@@ -300,7 +300,9 @@ def nodes_removed_under_training(snap, params):
             _REMOVED_FIX)
     if not scaler.get("running"):
         return
-    yield from _idle_by_resources(snap, scaler, members)
+    early = list(_idle_by_resources(snap, scaler, members))
+    yield from early
+    warned = {f.subject for f in early}
     # Before it happens: training actors on a node the autoscaler counts idle.
     timeout_s = None
     config = scaler.get("config") or {}
@@ -310,7 +312,8 @@ def nodes_removed_under_training(snap, params):
     seen = set()
     for training, member in members:
         node_id = (member or {}).get("node_id")
-        if node_id not in idle or member.get("state") != "ALIVE" or (training.get("id"), node_id) in seen:
+        if node_id not in idle or member.get("state") != "ALIVE" or (training.get("id"), node_id) in seen \
+                or f"node:{node_id}" in warned:
             continue
         seen.add((training.get("id"), node_id))
         state = idle[node_id]
