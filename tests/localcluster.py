@@ -288,16 +288,39 @@ class LocalCluster:
     def start(self, timeout_s: float = 90) -> "LocalCluster":
         atexit.register(self.stop)
         try:
-            self._wait(self._start_node(0, self.specs[0]), timeout_s)
+            self._start_with_a_retry(0, timeout_s)
             # One at a time: nodes on one IP that start together can miss each other's
             # registration in the GCS and time out.
-            for i, spec in enumerate(self.specs[1:], start=1):
-                self._wait(self._start_node(i, spec), timeout_s)
+            for i in range(1, len(self.specs)):
+                self._start_with_a_retry(i, timeout_s)
             self._learn_node_ids()
         except BaseException:
             self.stop()
             raise
         return self
+
+    # What `ray start` says when its raylet did not register with the GCS in time: seen now
+    # and then on a loaded 2-core host (a GetAllNodeInfo past its 30 s deadline), for a head
+    # as for a worker, in clusters that start fine the next time.
+    _REGISTRATION_TIMED_OUT = ("timed out during startup", "Failed to get node info",
+                               "GCS cannot find the node")
+
+    def _start_with_a_retry(self, index: int, timeout_s: float) -> None:
+        """Start node `index`; once more, on fresh ports, if its raylet's registration timed out."""
+        try:
+            self._wait(self._start_node(index, self.specs[index]), timeout_s)
+            return
+        except RuntimeError as exc:
+            if not any(words in str(exc) for words in self._REGISTRATION_TIMED_OUT):
+                raise
+            first = str(exc)
+        failed = self.nodes.pop()
+        _kill(_pids_of(sid=failed.sid), signal.SIGKILL)
+        if index == 0:  # the head: its GCS and dashboard on ports of their own
+            self.gcs_port, self.dashboard_port, self.client_port = free_ports(3, self._ports)
+        print(f"localcluster: node {index} did not register, starting it again:\n{first[-600:]}",
+              file=sys.stderr)
+        self._wait(self._start_node(index, self.specs[index]), timeout_s)
 
     def add_node(self, spec: NodeSpec, timeout_s: float = 90) -> Node:
         """Start one more worker node on the running cluster; returns it (with its node id)."""

@@ -146,6 +146,9 @@ def main() -> int:
         from ray import tune
 
         if args.grid:
+            # seeded: a healthy trial of 25 short iterations whose returns happen to end flat is
+            # RLD601's honest warn, not what the test of the grid is about
+            config.debugging(seed=11)
             config.training(lr=tune.grid_search([1e-3, 0.0]))
             config.environment(env_config={**config.env_config,
                                            "nan_rewards": tune.grid_search([False, True])})

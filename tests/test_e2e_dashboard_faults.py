@@ -78,9 +78,16 @@ def assert_nothing_left(cluster) -> None:
 
 
 def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
-    proc = check_until_the_job_runs(cluster, tmp_path / "r.json")
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=40)
+    for attempt in range(3):
+        proc = check_until_the_job_runs(cluster, tmp_path / "r.json")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=40)
+        # Seen RUNNING only once its output was read (the job's driver then waits for
+        # rldoctor's stop), the check was past collecting and finished, report and all:
+        # that run says nothing of Ctrl-C; once more.
+        if not (proc.returncode == 0 and (tmp_path / "r.json").exists()) or attempt == 2:
+            break
+        (tmp_path / "r.json").unlink()
     assert proc.returncode == 130, (stdout, stderr)
     assert stderr.strip().splitlines() == [
         "rldoctor: interrupted: probes stopped and removed, no report written"], stderr

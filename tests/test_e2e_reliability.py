@@ -90,11 +90,18 @@ def test_two_runs_at_once_do_not_see_each_other(cluster):
 
 
 def test_sigint_mid_probe_exits_cleanly_and_leaves_nothing(cluster):
-    proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address], env=cluster.client_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert wait_for_probes(proc), "rldoctor's probes never showed up"
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
+    for attempt in range(3):
+        proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address],
+                                env=cluster.client_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert wait_for_probes(proc), "rldoctor's probes never showed up"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        # A check whose probes answered within the moment between being seen and the signal
+        # (about 0.3 s on a quiet host) ended before it, report and all: that run says nothing
+        # of Ctrl-C; once more.
+        if not (proc.returncode == 0 and "rldoctor report for" in stdout) or attempt == 2:
+            break
     assert proc.returncode == 130, (stdout, stderr)
     assert stderr.strip().splitlines() == [
         "rldoctor: interrupted: probes stopped and removed, no report written"], stderr
