@@ -147,3 +147,17 @@ def test_rld109_before_it_happens_on_ray_240_only_for_nodes_it_may_scale_down():
     by_hand["autoscaler"]["node_states"] = [s for s in by_hand["autoscaler"]["node_states"]
                                             if s["node_type"] != "cpu_worker"]
     assert warned(by_hand) == []
+
+
+def test_rld109_counts_the_env_runners_of_an_algorithm_lost_with_the_node_wherever_they_ran():
+    """Recorded: both env runners on the head, the algorithm on the node v1 removed; they died
+    as OWNER_DIED and REF_DELETED, and both are the removal's."""
+    from conftest import FIXTURES
+    from rldoctor.checks.cluster.autoscaler import nodes_removed_under_training
+    from rldoctor.snapshot import Snapshot
+
+    data = json.loads((FIXTURES / "autoscaler-idle-ray240-runners-elsewhere.json").read_text())
+    [found] = list(nodes_removed_under_training(Snapshot(data), {}))
+    assert "terminated by the autoscaler as idle" in found.message
+    assert "2 env runner(s) and 1 other RLlib actor(s) lost with it" in found.message, found.message
+    assert sorted(m["role"] for m in found.evidence["lost"]) == ["algorithm", "env runner", "env runner"]

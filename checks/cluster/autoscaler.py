@@ -276,6 +276,14 @@ def nodes_removed_under_training(snap, params):
                 training = next((t for t, m in members if m and m.get("actor_id") == actor["actor_id"]), {})
                 if not any(m.get("actor_id") == actor["actor_id"] for _, m in by_node.get(node_id, [])):
                     by_node.setdefault(node_id, []).append((training, {**actor, "role": rllib_role(actor.get("class_name"))}))
+    # The env runners of an algorithm lost there die with it wherever they ran: owned by it, as
+    # OWNER_DIED, or, once its references to them are gone, REF_DELETED.
+    for node_id, lost in by_node.items():
+        for training in {id(t): t for t, m in lost if t and m.get("role") == "algorithm"}.values():
+            for runner in training.get("runners") or []:
+                if ((runner.get("death_cause") or {}).get("reason") in ("OWNER_DIED", "REF_DELETED")
+                        and not any(m.get("actor_id") == runner.get("actor_id") for _, m in lost)):
+                    lost.append((training, runner))
     for node_id, lost in sorted(by_node.items()):
         node = dead[node_id]
         reason = node.get("death_reason")
