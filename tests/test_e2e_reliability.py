@@ -50,6 +50,32 @@ def probes_running() -> bool:
     return False
 
 
+def ray_workers() -> set[int]:
+    """Pids of Ray worker processes on this machine, from their start (cheap, for polling)."""
+    found = set()
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if cmdline.startswith(b"ray::") or b"default_worker.py" in cmdline:
+            found.add(int(pid))
+    return found
+
+
+def wait_for_probe_workers(proc, before: set[int], timeout_s: float = 30) -> bool:
+    """Until a Ray worker that was not there before `proc` started is up: the probes' workers
+    start about 0.5 s into a check that lasts about 2.5 s here, where the probe actors'
+    own titles (wait_for_probes) show up in its last few tenths of a second."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ray_workers() - before:
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def wait_for_probes(proc, timeout_s: float = 30) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
@@ -91,10 +117,11 @@ def test_two_runs_at_once_do_not_see_each_other(cluster):
 
 def test_sigint_mid_probe_exits_cleanly_and_leaves_nothing(cluster):
     for attempt in range(3):
+        before = ray_workers()
         proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address],
                                 env=cluster.client_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        assert wait_for_probes(proc), "rldoctor's probes never showed up"
+        assert wait_for_probe_workers(proc, before), "rldoctor's probes never showed up"
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
         # A check whose probes answered within the moment between being seen and the signal

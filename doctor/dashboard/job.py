@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
+from contextlib import contextmanager
 import uuid
 
 from rldoctor import __version__
@@ -291,7 +292,32 @@ class CollectorJob:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.cleanup()
+        with _interrupt_after():
+            self.cleanup()
+
+
+@contextmanager
+def _interrupt_after():
+    """A Ctrl-C while the job is stopped and deleted lets the deletion finish, then interrupts
+    (exit 130, no report): the user is obeyed and nothing is left on the cluster either way.
+    Where Ctrl-C is already ignored (watch's child during its cleanup), it stays ignored."""
+    import signal
+
+    pressed: list = []
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is signal.SIG_IGN:
+            raise ValueError
+        signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    except ValueError:  # not the main thread, or ignored already
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def last_error_line(logs: str, message: str | None) -> str:
