@@ -326,7 +326,7 @@ def assemble(raw: dict, head: dict | None, head_error: str | None, nodes: list |
                       "nodes" if readonly else ""))
     elif head_error:
         why.append(f"head not read ({head_error})")
-    elif not head_error:
+    else:
         why.append("no monitor process on the head")
     if raw.get("cluster_status_error"):
         why.append(f"cluster status not read ({raw['cluster_status_error']})")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from contextlib import contextmanager
 import uuid
+from contextlib import contextmanager
 
 from rldoctor import __version__
 from rldoctor.job.main import END, FAILED, unframe
@@ -304,12 +304,13 @@ def _interrupt_after():
     import signal
 
     pressed: list = []
+    previous = signal.getsignal(signal.SIGINT)
     try:
-        previous = signal.getsignal(signal.SIGINT)
-        if previous is signal.SIG_IGN:
-            raise ValueError
-        signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
-    except ValueError:  # not the main thread, or ignored already
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    except ValueError:  # not the main thread: Ctrl-C never reaches it anyway
+        previous = signal.SIG_IGN
+    if previous is signal.SIG_IGN:
         yield
         return
     try:
