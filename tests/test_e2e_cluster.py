@@ -111,6 +111,37 @@ def test_probes_run_on_a_node_without_rldoctor(cluster3, tmp_path):
     assert versions["nodes"][node1]["ray"] == "2.60.0"
 
 
+RELAYED = """
+import sys, time
+{join}
+import ray
+from ray._private.utils import publish_error_to_driver
+publish_error_to_driver("rldoctor_test", "RELAYED-EVENT: a node was marked dead",
+                        ray._private.worker.global_worker.gcs_client)
+time.sleep(3)
+sys.stdout.write("END\\n")
+"""
+
+
+@pytest.mark.parametrize("join, relayed", [
+    ("import ray, logging; ray.init(address=sys.argv[1], log_to_driver=False, "
+     "logging_level=logging.ERROR)", True),  # what Ray does to any driver
+    ("from rldoctor.cluster.connect import join; join(sys.argv[1])", False),
+])
+def test_cluster_events_never_reach_rldoctors_stdout(cluster3, join, relayed):
+    """Ray prints the cluster's error events ("(raylet) The node ... has been marked dead")
+    to every driver's stdout, at any moment until it exits: rldoctor's driver does not."""
+    import subprocess
+    import sys
+
+    code = RELAYED.format(join=join)
+    proc = subprocess.run([sys.executable, "-c", code, cluster3.address], capture_output=True,
+                          text=True, env=cluster3.client_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.endswith("END\n"), proc.stdout
+    assert ("RELAYED-EVENT" in proc.stdout) is relayed, proc.stdout
+
+
 def test_private_ray_calls_still_work_on_this_ray(cluster3):
     """Each function of rldoctor.cluster.private against the pinned Ray."""
     out = run_driver(cluster3, (

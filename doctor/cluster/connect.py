@@ -14,6 +14,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from rldoctor.cluster import private
 from rldoctor.cluster.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
 from rldoctor.words import first_text_line, shorten
@@ -114,6 +115,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
 
             import ray
 
+            private.silence_driver_relay()
             ctx = ray.init(address=address, namespace=namespace, log_to_driver=False,
                            logging_level=logging.ERROR, configure_logging=True,
                            include_dashboard=None)

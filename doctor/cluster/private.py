@@ -1,7 +1,8 @@
 """The private Ray calls the collectors make, each behind one function.
 
 Ray has no public API for these facts. Each function here is covered by
-tests/test_e2e_cluster.py::test_private_ray_calls_still_work_on_this_ray, which fails if
+tests/test_e2e_cluster.py (test_private_ray_calls_still_work_on_this_ray, and
+test_cluster_events_never_reach_rldoctors_stdout for the relay switch), which fails if
 the pinned Ray stops providing it. Only collectors import this module. Private Ray used
 elsewhere, each at its one place: the GCS auth probe's raw gRPC call (collect/auth.py),
 Ray's cluster-YAML validator and node providers (lint/cluster_yaml.py, `ray.autoscaler.
@@ -18,6 +19,23 @@ def resolve_local_address(address: str | None) -> str:
     from ray._private.services import canonicalize_bootstrap_address_or_die
 
     return canonicalize_bootstrap_address_or_die(address or "auto")
+
+
+def silence_driver_relay() -> bool:
+    """Keep Ray from printing the cluster's error events to this driver's stdout.
+
+    Every driver's error listener prints events such as "(raylet) The node with node id
+    ... has been marked dead" to sys.stdout, at any moment until the process exits, also
+    after the collection (which redirects the file descriptors only while it runs): one
+    such line before the report makes `--format json` unparseable. False when this Ray
+    has no such switch.
+    """
+    import ray._private.worker as worker
+
+    if not hasattr(worker, "_worker_logs_enabled"):
+        return False
+    worker._worker_logs_enabled = False
+    return True
 
 
 def available_resources_per_node() -> dict[str, dict[str, float]]:
