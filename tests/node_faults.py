@@ -83,18 +83,31 @@ a = NeedsAPackage.options(name="needs-a-package", namespace="e2e", lifetime="det
     "pip": [PACKAGE], "env_vars": ENV_VARS}).remote()
 try:
     ray.get(a.ping.remote(), timeout=150)
-    print("=>", a._actor_id.hex(), "started")
+    outcome = "started"
 except Exception as exc:
-    print("=>", a._actor_id.hex(), type(exc).__name__)
+    outcome = type(exc).__name__
+@ray.remote(num_cpus=0)
+def needs_a_package_too():
+    return 1
+ref = needs_a_package_too.options(label_selector={"ray.io/node-id": NODE},
+                                  runtime_env={"pip": [PACKAGE + "-task"]}).remote()
+try:
+    ray.get(ref, timeout=150)
+    task_outcome = "finished"
+except Exception as exc:
+    task_outcome = type(exc).__name__
+print("=>", a._actor_id.hex(), outcome, ref.task_id().hex(), task_outcome)
 """
 
 
-def actor_needing(cluster, node_id: str, package: str, env_vars: dict) -> tuple[str, str]:
-    """A detached actor on `node_id` whose runtime_env asks pip for `package`:
-    (its id, how its first call ended)."""
+def actor_needing(cluster, node_id: str, package: str, env_vars: dict) -> tuple[str, str, str, str]:
+    """A detached actor on `node_id` whose runtime_env asks pip for `package`, then a task
+    there whose runtime_env asks for `package`-task: (the actor's id, how its first call
+    ended, the task's id, how it ended)."""
     code = f"NODE = {node_id!r}\nPACKAGE = {package!r}\nENV_VARS = {env_vars!r}\n" + NEEDY_ACTOR
-    actor_id, outcome = cluster.run_driver(code, timeout=180, expect_lines=1).split()
-    return actor_id, outcome
+    actor_id, outcome, task_id, task_outcome = cluster.run_driver(code, timeout=360,
+                                                                  expect_lines=1).split()
+    return actor_id, outcome, task_id, task_outcome
 
 
 def submit_job_needing(cluster, package: str, submission_id: str) -> str:

@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from rldoctor.cluster import bounded
 from rldoctor.cluster.sections import Context, Section, run
 from rldoctor.engine.registry import Check
@@ -164,3 +166,64 @@ def test_a_check_on_a_cut_section_says_so_in_its_notes():
     clean = run_check(check, Snapshot({"collectors": {"workers": {"status": "ok"}},
                                        "workers": {"dead": []}}))
     assert clean.notes == []
+
+
+# -- task reads: each scans the GCS's whole task history, so there are as few as can be --------
+
+class _Task:
+    def __init__(self, state, error_type=None, type="NORMAL_TASK"):
+        self.state, self.error_type, self.type = state, error_type, type
+
+
+def test_the_task_table_is_read_once_and_sliced_and_a_full_one_gives_way_to_the_own_read():
+    from rldoctor.cluster.task_table import TaskTable, failed_with
+
+    calls = []
+
+    def list_tasks(**kwargs):
+        calls.append(kwargs)
+        return [_Task("FAILED", "OUT_OF_MEMORY"), _Task("FAILED", "RUNTIME_ENV_SETUP_FAILED"),
+                _Task("RUNNING", type="ACTOR_TASK")]
+
+    table = TaskTable("http://dashboard", 5, list_tasks)
+    oom = table.select(failed_with("OUT_OF_MEMORY"), own_read=lambda: pytest.fail("not needed"))
+    env = table.select(failed_with("RUNTIME_ENV_SETUP_FAILED"), own_read=lambda: [])
+    assert [t.error_type for t in oom + env] == ["OUT_OF_MEMORY", "RUNTIME_ENV_SETUP_FAILED"]
+    assert table.reads == 1 and calls[0]["filters"] == [("state", "!=", "FINISHED")]
+    assert calls[0]["limit"] == 10_000
+
+    full = TaskTable("http://dashboard", 5, lambda **kw: [_Task("FAILED")] * kw["limit"])
+    assert full.select(failed_with("OUT_OF_MEMORY"), own_read=lambda: ["own"]) == ["own"]
+    broken = TaskTable("http://dashboard", 5, lambda **kw: 1 / 0)
+    assert broken.select(failed_with("OUT_OF_MEMORY"), own_read=lambda: ["own"]) == ["own"]
+
+
+def test_calls_in_flight_are_read_for_the_jobs_of_live_actors_only():
+    from rldoctor.cluster.training import _jobs_of_live_actors
+
+    actors = {"live_truncated": False, "items": [
+        {"state": "ALIVE", "job_id": "02000000"}, {"state": "ALIVE", "job_id": "03000000"},
+        {"state": "RESTARTING", "job_id": "03000000"}, {"state": "DEAD", "job_id": "01000000"}]}
+    assert _jobs_of_live_actors(actors) == ["03000000", "02000000"]
+    assert _jobs_of_live_actors({"live_truncated": False, "items": [
+        {"state": "DEAD", "job_id": "01000000"}]}) == []  # a history, nothing live: no read
+    assert _jobs_of_live_actors({**actors, "live_truncated": True}) is None  # all tasks, then
+    assert _jobs_of_live_actors(None) is None
+
+
+def test_failed_tasks_are_read_for_runtime_envs_only_when_an_agent_logged_a_failure():
+    from types import SimpleNamespace
+
+    from rldoctor.cluster.runtime_envs import agents_logged_a_failure
+
+    def fleet(*logs):
+        return SimpleNamespace(facts={f"n{i}": {"host": {"ray_logs": log}}
+                                      for i, log in enumerate(logs)})
+
+    quiet = {"status": "ok", "runtime_env_failures": []}
+    assert not agents_logged_a_failure(fleet(quiet, quiet), ["n0", "n1"])
+    failed = {"status": "ok", "runtime_env_failures": [{"line": "Failed to create runtime env"}]}
+    assert agents_logged_a_failure(fleet(quiet, failed), ["n0", "n1"])
+    assert agents_logged_a_failure(fleet(quiet), ["n0", "n1"])  # n1's probe did not answer
+    unread = {"status": "unavailable"}
+    assert agents_logged_a_failure(fleet(unread), ["n0"])

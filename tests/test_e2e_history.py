@@ -83,6 +83,9 @@ def test_a_history_that_crosses_the_limits_is_said_in_the_snapshot_and_the_check
     assert snap["workers"]["truncated"] is True
     # a section whose reads stayed under their limits says nothing was cut
     assert "truncated" not in snap["collectors"]["nodes"]
+    # no runtime env agent logged a failure: the failed tasks were not read (a task read scans
+    # the whole history); nothing lives, so no calls in flight were read either
+    assert snap["runtime_envs"]["tasks_read"] is False
 
     result = run_rldoctor("check", "--from", str(snap_path), "--format", "json",
                           env=cluster.client_env())

@@ -6,7 +6,7 @@ One 3-node cluster carries the faults: the head (its GCS and raylet) runs under
 `_system_config` (each raylet hands it back to rldoctor's ping); worker node 2 has its own
 `--temp-dir` on a 64 MiB tmpfs that a file fills to 97 %. Node 1 is healthy and is named by
 neither RLD305 nor RLD107; it hosts an actor whose runtime_env asks pip for a package that
-does not exist, and a `ray job submit` job asks for another. Every node runs with
+does not exist, then a task there asks for another, and a `ray job submit` job for a third. Every node runs with
 RUNTIME_ENV_RETRY_TIMES=1 (Ray's own setting), so a failed build gives up after one try
 instead of three. Last, an actor on the head opens 900 files under the head's 1024 limit.
 """
@@ -120,15 +120,15 @@ SECRET = "hunter2-do-not-print"
 
 @pytest.fixture(scope="module")
 def broken_envs(limited_cluster):
-    """(actor id, job submission id): both asked pip for packages that do not exist."""
-    actor_id, outcome = limited_cluster.needy_actor.result(timeout=200)
-    assert outcome == "RuntimeEnvSetupError", outcome
-    return actor_id, limited_cluster.needy_job
+    """(actor id, job submission id, task id): all asked pip for packages that do not exist."""
+    actor_id, outcome, task_id, task_outcome = limited_cluster.needy_actor.result(timeout=380)
+    assert (outcome, task_outcome) == ("RuntimeEnvSetupError", "RuntimeEnvSetupError")
+    return actor_id, limited_cluster.needy_job, task_id
 
 
-def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_reason(
+def test_an_actor_a_task_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_reason(
         limited_cluster, broken_envs):
-    actor_id, job = broken_envs
+    actor_id, job, task_id = broken_envs
     deadline = time.monotonic() + 60
     while True:  # the job fails on its own clock, after the actor
         result = check_json(limited_cluster)
@@ -136,7 +136,12 @@ def test_an_actor_and_a_job_whose_pip_runtime_env_fails_are_rld404_with_pips_rea
         if f"job:{job}" in found or time.monotonic() > deadline:
             break
         time.sleep(2)
-    assert set(found) == {f"actor:{actor_id}", f"job:{job}"}, result
+    # the task is read from Ray's task table because node 1's runtime env agent logged the
+    # failure (a task read scans the whole history; rldoctor makes it only then)
+    assert set(found) == {f"actor:{actor_id}", f"job:{job}", f"task:{task_id}"}, result
+    task = found[f"task:{task_id}"]
+    assert "rldoctor-no-such-package-abc-task" in task["message"], task
+    assert task["evidence"]["nodes"] == [limited_cluster.nodes[1].node_id], task
     actor, submitted = found[f"actor:{actor_id}"], found[f"job:{job}"]
     assert "NeedsAPackage" in actor["message"] and "'needs-a-package'" in actor["message"]
     assert "No matching distribution found for rldoctor-no-such-package-abc" in actor["message"]
@@ -153,7 +158,7 @@ def test_the_bundle_holds_the_evidence_each_finding_points_to(limited_cluster, b
                                                                tmp_path):
     import tarfile
 
-    actor_id, job = broken_envs
+    actor_id, job, _ = broken_envs
     path = tmp_path / "incident.tar.gz"
     done = run_rldoctor("collect", "--bundle", str(path), "--address", limited_cluster.address,
                         env=limited_cluster.client_env(), timeout=180)

@@ -13,6 +13,7 @@ from rldoctor.cluster import bounded
 from rldoctor.cluster.session import Unavailable
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor.cluster.sections import section
+from rldoctor.cluster.task_table import TaskTable, failed_with
 
 MAX_ROWS = 10_000  # the state API server's cap (RAY_MAX_LIMIT_FROM_API_SERVER)
 # Dead actors are history (the GCS keeps up to 100,000): read apart from the live ones, and
@@ -113,6 +114,7 @@ def collect_actors(conn, budget, cluster: dict | None, table) -> dict:
     _add_pid_history(address, budget, items)
     out = {"items": items, "listed": len(rows), "total": total,
             "truncated": len(rows) < total or len(live_rows) >= bounded.limit_of(MAX_ROWS),
+            "live_truncated": len(live_rows) >= bounded.limit_of(MAX_ROWS),
             "other_rldoctor_runs": sorted(other_runs),
             # (node, pid) of every probe of this and earlier rldoctor runs, alive or dead
             "rldoctor_workers": sorted([node, pid] for node, pid in own_workers)}
@@ -139,6 +141,9 @@ def ended_jobs(table) -> dict | None:
 
 
 MAX_HISTORIES = 20
+# Each actor's read scans every task event the GCS keeps (about 0.6 s after 100,000 tasks on
+# the test cluster): past this much time, the other actors go without (matched by node).
+HISTORIES_S = 2.0
 
 
 def _add_pid_history(address: str, budget, items: list[dict]) -> None:
@@ -146,12 +151,22 @@ def _add_pid_history(address: str, budget, items: list[dict]) -> None:
 
     Ray keeps no death cause for an actor that restarted and is alive again; the
     dead workers that hosted it do have one. Their pids come from the actor's tasks.
+    The most restarted first, for at most HISTORIES_S; the ones left are recorded as cut.
     """
+    import time
+
     from ray.util.state import list_tasks
 
     restarted = sorted((a for a in items if a["num_restarts"] > 0),
                        key=lambda a: -a["num_restarts"])[:MAX_HISTORIES]
-    for actor in restarted:
+    stop_at = time.monotonic() + HISTORIES_S
+    for done, actor in enumerate(restarted):
+        if time.monotonic() > stop_at:
+            bounded.record("actors", "list_tasks", None, done, [("actor_id", "=", "each")],
+                           note=f"worker pids read for {done} of {len(restarted)} restarted actors "
+                                f"(the most restarted) in the {HISTORIES_S:g}s allowed; the "
+                                "others' dead workers are matched by node")
+            break
         tasks = bounded.listed("actors", list_tasks, address=address, detail=True, limit=1000,
                                timeout=int(budget.left(5)), raise_on_missing_output=False,
                                filters=[("actor_id", "=", actor["actor_id"])])
@@ -161,7 +176,8 @@ def _add_pid_history(address: str, budget, items: list[dict]) -> None:
 
 
 def collect_workers(conn, budget, cluster: dict | None,
-                    own_workers: Callable[[], list | None] = lambda: None) -> dict:
+                    own_workers: Callable[[], list | None] = lambda: None,
+                    tasks: TaskTable | None = None) -> dict:
     """Workers that died of a bad exit, without rldoctor's own probes.
 
     A probe worker that Ray stops while the rldoctor run that started it ends may die
@@ -189,21 +205,29 @@ def collect_workers(conn, budget, cluster: dict | None,
                 "pid": w.pid,
                 "end_time_ms": w.end_time_ms,
             })
-    oom_tasks = _oom_tasks(address, budget)
+    # Ray's memory monitor fails a task with OUT_OF_MEMORY by killing its worker, which then
+    # exits NODE_OUT_OF_MEMORY: no such worker, no such task (a task read scans the whole history)
+    killed = truncated or any(w["exit_type"] == "NODE_OUT_OF_MEMORY" for w in items)
+    oom_tasks = _oom_tasks(address, budget, tasks) if killed else []
     own = {(node, pid) for node, pid in own_workers() or ()}
     kept = [w for w in items if (w["node_id"], w["pid"]) not in own]
     return {"dead": kept, "truncated": truncated, "oom_tasks": oom_tasks,
             "rldoctor_workers_left_out": len(items) - len(kept)}
 
 
-def _oom_tasks(address: str, budget) -> list[dict]:
-    """Tasks and actor tasks that Ray's memory monitor failed with OUT_OF_MEMORY."""
+def _oom_tasks(address: str, budget, tasks: TaskTable | None = None) -> list[dict]:
+    """Tasks and actor tasks that Ray's memory monitor failed with OUT_OF_MEMORY: a slice of
+    the snapshot's one task read (rldoctor.cluster.task_table), or a read of their own."""
     from ray.util.state import list_tasks
 
-    # the GCS filters on state (error_type is filtered after it has sent up to 10,000 tasks)
-    rows = bounded.listed("workers", list_tasks, address=address, detail=True, limit=1000,
-                          timeout=int(budget.left(10)), raise_on_missing_output=False,
-                          filters=[("state", "=", "FAILED"), ("error_type", "=", "OUT_OF_MEMORY")])
+    def own_read() -> list:
+        # the GCS filters on state (error_type is filtered after it has sent up to 10,000 tasks)
+        return bounded.listed("workers", list_tasks, address=address, detail=True, limit=1000,
+                              timeout=int(budget.left(10)), raise_on_missing_output=False,
+                              filters=[("state", "=", "FAILED"),
+                                       ("error_type", "=", "OUT_OF_MEMORY")])
+
+    rows = tasks.select(failed_with("OUT_OF_MEMORY"), own_read) if tasks else own_read()
     return [{
         "task_id": t.task_id,
         "name": t.name,
@@ -221,8 +245,9 @@ def actors_section(ctx) -> dict:
     return collect_actors(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.value("job_table"))
 
 
-@section("workers", needs=("cluster", "actors"))
+@section("workers", needs=("cluster", "actors", "task_table"))
 def workers_section(ctx) -> dict:
     """The dead workers, without rldoctor's own probes (listed by the actors section)."""
     return collect_workers(ctx.conn, ctx.budget, ctx.doc.get("cluster"),
-                           lambda: (ctx.doc.get("actors") or {}).get("rldoctor_workers"))
+                           lambda: (ctx.doc.get("actors") or {}).get("rldoctor_workers"),
+                           ctx.value("task_table"))

@@ -36,8 +36,10 @@ def listed(section: str, func: Callable[..., list], *, limit: int, **kwargs) -> 
     return rows
 
 
-def record(section: str, read: str, limit: int, returned: int, filters=None,
+def record(section: str, read: str, limit: int | None, returned: int, filters=None,
            note: str | None = None) -> None:
+    """A read of `section` that was cut: by rows (`limit`), or by time (limit None, `note`
+    says what was left out)."""
     entry: dict[str, Any] = {"read": read, "limit": limit, "returned": returned,
                              "filters": [" ".join(str(part) for part in f) for f in filters or ()]}
     if note:

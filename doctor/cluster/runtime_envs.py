@@ -15,6 +15,7 @@ from rldoctor.cluster import bounded
 from rldoctor.node import probes
 from rldoctor.cluster.actors import MAX_ROWS, _require_state_api
 from rldoctor.cluster.sections import section
+from rldoctor.cluster.task_table import TaskTable, failed_with
 
 JOB_ERROR = "RUNTIME_ENV_SETUP_FAILURE"
 TASK_ERROR = "RUNTIME_ENV_SETUP_FAILED"
@@ -38,8 +39,24 @@ def _summary(env) -> dict:
     return probes.runtime_env_summary(env)
 
 
-def collect(conn, budget, cluster: dict | None, table) -> dict:
-    """The runtime_envs section; jobs from the job table (rldoctor.cluster.job_table)."""
+def agents_logged_a_failure(fleet, node_ids: list[str]) -> bool:
+    """Did the runtime env agent of an alive node log "Failed to create runtime env", or is
+    a node's agent log unread (its probe did not answer)? Only then are failed tasks read:
+    every task read scans the GCS's whole task history, and a task's runtime_env is always
+    built, and its failure logged, by the agent of the node it was to run on."""
+    facts = getattr(fleet, "facts", None) or {}
+    for node_id in node_ids:
+        logs = ((facts.get(node_id) or {}).get("host") or {}).get("ray_logs") or {}
+        if logs.get("status") != "ok" or logs.get("runtime_env_failures"):
+            return True
+    return False
+
+
+def collect(conn, budget, cluster: dict | None, table, task_table: TaskTable | None = None,
+            read_tasks: bool = True) -> dict:
+    """The runtime_envs section; jobs from the job table (rldoctor.cluster.job_table), tasks
+    (when `read_tasks`) from the snapshot's one task read (rldoctor.cluster.task_table) or a
+    read of their own."""
     from ray.util.state import list_tasks
 
     address = _require_state_api(cluster)
@@ -60,10 +77,15 @@ def collect(conn, budget, cluster: dict | None, table) -> dict:
                      "start_time": started, "end_time": get("end_time"),
                      "pending_s": round(time.time() - started / 1000, 1)
                      if status == "PENDING" and started else None})
+    def own_read() -> list:
+        return bounded.listed("runtime_envs", list_tasks, address=address, detail=True,
+                              limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
+                              filters=[("state", "=", "FAILED"), ("error_type", "=", TASK_ERROR)])
+
     tasks = []
-    for t in bounded.listed("runtime_envs", list_tasks, address=address, detail=True,
-                            limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
-                            filters=[("state", "=", "FAILED"), ("error_type", "=", TASK_ERROR)]):
+    if not read_tasks:
+        return {"jobs": jobs, "tasks": tasks, "tasks_read": False}
+    for t in (task_table.select(failed_with(TASK_ERROR), own_read) if task_table else own_read()):
         if t.actor_id:  # an actor's calls fail with it; the actor itself is named (actors)
             continue
         info = t.runtime_env_info or {}
@@ -72,9 +94,13 @@ def collect(conn, budget, cluster: dict | None, table) -> dict:
                       "message": _message(t.error_message),
                       "runtime_env": _summary(info.get("serialized_runtime_env")),
                       "end_time_ms": t.end_time_ms})
-    return {"jobs": jobs, "tasks": tasks}
+    return {"jobs": jobs, "tasks": tasks, "tasks_read": True}
 
 
-@section("runtime_envs", needs=("cluster", "job_table"))
+@section("runtime_envs", needs=("cluster", "job_table", "task_table", "probes"))
 def runtime_envs_section(ctx) -> dict:
-    return collect(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.value("job_table"))
+    from rldoctor.cluster.nodes import alive_ids
+
+    logged = agents_logged_a_failure(ctx.fleet, alive_ids(ctx.doc.get("nodes")))
+    return collect(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.value("job_table"),
+                   ctx.value("task_table"), read_tasks=logged)

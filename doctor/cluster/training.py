@@ -34,6 +34,7 @@ from rldoctor.cluster.session import Unavailable, error_line
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor import words
 from rldoctor.cluster.sections import section
+from rldoctor.cluster.task_table import TaskTable
 
 MAX_ROWS = 10_000
 METRICS_TIMEOUT_S = 2.0
@@ -94,9 +95,32 @@ def scrape_env_steps(nodes: list[dict]) -> dict:
     return out
 
 
-def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, table) -> dict:
-    """Calls in flight on actors, jobs (from the job table, rldoctor.cluster.job_table), live
-    workers and RLlib's step counters."""
+def _in_flight_on_an_actor(task) -> bool:
+    return task.type == "ACTOR_TASK" and task.state not in ("FINISHED", "FAILED")
+
+
+# Calls in flight are read job by job (the GCS finds a job's tasks without scanning the others)
+# for the jobs of the live actors, most actors first, up to this many; past it, in one read.
+MAX_CALL_JOBS = 8
+
+
+def _jobs_of_live_actors(actors: dict | None) -> list[str] | None:
+    """The jobs with actors not dead (the actors section), most actors first; None without it."""
+    if not actors or actors.get("live_truncated", True):
+        return None
+    count: dict[str, int] = {}
+    for actor in actors.get("items") or []:
+        if actor.get("state") != "DEAD" and actor.get("job_id"):
+            count[actor["job_id"]] = count.get(actor["job_id"], 0) + 1
+    return sorted(count, key=lambda job: (-count[job], job))
+
+
+def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, table,
+                  tasks: TaskTable | None = None, actors: dict | None = None) -> dict:
+    """Calls in flight on the actors of the jobs that have live ones (job by job), jobs (from
+    the job table, rldoctor.cluster.job_table), live workers and RLlib's step counters.
+    Without the actor list, the calls are a slice of the snapshot's one task read
+    (rldoctor.cluster.task_table), or a read of their own."""
     from ray.util.state import list_tasks, list_workers
 
     address = state_api_address(cluster)
@@ -105,11 +129,21 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, 
     started = time.perf_counter()
     timeout = int(budget.left(10))
     with ThreadPoolExecutor(max_workers=4) as pool:
-        calls = pool.submit(bounded.listed, "training", list_tasks, address=address, detail=True,
-                            limit=MAX_ROWS,
-                            timeout=timeout, raise_on_missing_output=False,
-                            filters=[("type", "=", "ACTOR_TASK"), ("state", "!=", "FINISHED"),
-                                     ("state", "!=", "FAILED")])
+        def own_read(job_id: str | None = None) -> list:
+            scope = [("job_id", "=", job_id)] if job_id else []
+            return bounded.listed("training", list_tasks, address=address, detail=True,
+                                  limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
+                                  filters=scope + [("type", "=", "ACTOR_TASK"),
+                                                   ("state", "!=", "FINISHED"),
+                                                   ("state", "!=", "FAILED")])
+
+        jobs_with_actors = _jobs_of_live_actors(actors)
+        if jobs_with_actors is not None and len(jobs_with_actors) <= MAX_CALL_JOBS:
+            calls = pool.submit(lambda: [t for job_id in jobs_with_actors for t in own_read(job_id)])
+        elif tasks:
+            calls = pool.submit(tasks.select, _in_flight_on_an_actor, own_read)
+        else:
+            calls = pool.submit(own_read)
         jobs = pool.submit(table.rows, "training")
         workers = pool.submit(bounded.listed, "training", list_workers, address=address,
                               detail=True, limit=MAX_ROWS,
@@ -301,11 +335,12 @@ def look_closer(section: dict, cluster: dict | None, fleet, budget) -> None:
             member["stack_id"] = key
 
 
-@section("training_sources", needs=("cluster", "nodes", "job_table"), keep=False)
+@section("training_sources", needs=("cluster", "nodes", "job_table", "task_table", "actors"),
+         keep=False)
 def training_sources_step(ctx) -> dict:
     """What the trainings are made of besides their actors: jobs, metrics, Tune's state."""
     return fetch_sources(ctx.conn, ctx.budget, ctx.doc.get("cluster"), ctx.doc.get("nodes"),
-                         ctx.value("job_table"))
+                         ctx.value("job_table"), ctx.value("task_table"), ctx.doc.get("actors"))
 
 
 @section("training", needs=("actors", "actor_end_times", "training_sources", "nodes", "cluster",

@@ -50,11 +50,13 @@ def _cut_reads(check: Check, snap: Snapshot) -> list[Note]:
                 continue
             for cut in snap.collector(section).get("truncated") or ():
                 filters = f" ({', '.join(cut.get('filters') or ())})" if cut.get("filters") else ""
-                notes.append(Note(
-                    f"snapshot.{section}",
-                    f"{section} read cut: {cut.get('read')}{filters} returned its limit of "
-                    f"{cut.get('limit')} rows; {cut.get('note') or 'rows beyond it were not read'}",
-                    dict(cut)))
+                if cut.get("limit") is None:  # cut by time, not rows: the note says how
+                    text = f"{section} read cut: {cut.get('read')}{filters}: {cut.get('note')}"
+                else:
+                    text = (f"{section} read cut: {cut.get('read')}{filters} returned its limit of "
+                            f"{cut.get('limit')} rows; "
+                            f"{cut.get('note') or 'rows beyond it were not read'}")
+                notes.append(Note(f"snapshot.{section}", text, dict(cut)))
     return notes
 
 
