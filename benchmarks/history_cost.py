@@ -8,7 +8,9 @@ history: `--tasks` tiny zero-CPU tasks (in batches), `--actors` zero-CPU actors 
 ended (half ray.kill, half crash with os._exit so they leave dead workers with a bad exit),
 `--jobs` short drivers (each its own Ray job), and measures `check` again. Prints the medians,
 their spread, the ratios (goal: wall <= 1.2x, peak RSS <= 1.5x of fresh) and which reads the
-history snapshot says were cut (`collectors.<section>.truncated`). Stops the cluster at the end.
+history snapshot says were cut (`collectors.<section>.truncated`). Each side is measured once
+the host has settled (under 25 % of its CPU busy, `host_busy_before`): a cluster just started,
+or one whose history just ended, keeps the host busy for a while. Stops the cluster at the end.
 """
 
 from __future__ import annotations
@@ -79,13 +81,39 @@ def check(cluster, env: dict, out: Path | None = None) -> tuple[float, int]:
     return float(wall), int(rss)
 
 
+def busy_fraction(window_s: float = 2.0) -> float:
+    """The share of the host's CPU time in use over `window_s` (from /proc/stat)."""
+    def sample():
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        idle = values[3] + (values[4] if len(values) > 4 else 0)
+        return sum(values), idle
+
+    total0, idle0 = sample()
+    time.sleep(window_s)
+    total1, idle1 = sample()
+    return 1 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+def settle(limit_s: float = 120.0, quiet: float = 0.25) -> float:
+    """Wait until the host is quiet (a cluster just started, or idle workers just reaped, load
+    it for a while), at most `limit_s`; the share of CPU in use at the end."""
+    deadline = time.monotonic() + limit_s
+    busy = busy_fraction()
+    while busy > quiet and time.monotonic() < deadline:
+        busy = busy_fraction()
+    return round(busy, 3)
+
+
 def measure(cluster, env: dict, repeats: int) -> dict:
     walls, rsss = [], []
+    busy_before = settle()
     for _ in range(repeats):
         wall, rss = check(cluster, env)
         walls.append(wall)
         rsss.append(rss)
-    return {"wall_median_s": round(statistics.median(walls), 3),
+    return {"host_busy_before": busy_before,
+            "wall_median_s": round(statistics.median(walls), 3),
             "wall_spread_s": [round(min(walls), 3), round(max(walls), 3)],
             "peak_rss_median_mib": round(statistics.median(rsss) / 1024, 1),
             "peak_rss_spread_mib": [round(min(rsss) / 1024, 1), round(max(rsss) / 1024, 1)]}
