@@ -77,15 +77,20 @@ def collect(conn, budget, cluster: dict | None, table, task_table: TaskTable | N
                      "start_time": started, "end_time": get("end_time"),
                      "pending_s": round(time.time() - started / 1000, 1)
                      if status == "PENDING" and started else None})
+
     def own_read() -> list:
         return bounded.listed("runtime_envs", list_tasks, address=address, detail=True,
                               limit=MAX_ROWS, timeout=timeout, raise_on_missing_output=False,
                               filters=[("state", "=", "FAILED"), ("error_type", "=", TASK_ERROR)])
 
-    tasks = []
     if not read_tasks:
-        return {"jobs": jobs, "tasks": tasks, "tasks_read": False}
-    for t in (task_table.select(failed_with(TASK_ERROR), own_read) if task_table else own_read()):
+        failed = []
+    elif task_table:
+        failed = task_table.select(failed_with(TASK_ERROR), own_read)
+    else:
+        failed = own_read()
+    tasks = []
+    for t in failed:
         if t.actor_id:  # an actor's calls fail with it; the actor itself is named (actors)
             continue
         info = t.runtime_env_info or {}
@@ -94,7 +99,7 @@ def collect(conn, budget, cluster: dict | None, table, task_table: TaskTable | N
                       "message": _message(t.error_message),
                       "runtime_env": _summary(info.get("serialized_runtime_env")),
                       "end_time_ms": t.end_time_ms})
-    return {"jobs": jobs, "tasks": tasks, "tasks_read": True}
+    return {"jobs": jobs, "tasks": tasks, "tasks_read": read_tasks}
 
 
 @section("runtime_envs", needs=("cluster", "job_table", "task_table", "probes"))

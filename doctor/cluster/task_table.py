@@ -30,7 +30,6 @@ class TaskTable:
         self.address = address
         self.timeout_s = timeout_s
         self._list_tasks = list_tasks  # ray.util.state.list_tasks unless given
-        self.reads = 0  # how many times the shared read ran (0 or 1)
         self._lock = threading.Lock()
         self._rows: list | None = None
         self._failed = False
@@ -42,7 +41,6 @@ class TaskTable:
                 list_tasks = self._list_tasks
                 if list_tasks is None:
                     from ray.util.state import list_tasks
-                self.reads += 1
                 try:
                     self._rows = list_tasks(address=self.address, detail=True, limit=self._limit,
                                             timeout=max(1, int(self.timeout_s)),
