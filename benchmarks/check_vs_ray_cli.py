@@ -15,7 +15,8 @@ checks with rendering (`check --from` the snapshot, less the interpreter); and t
 under the probes: a driver of its own starts one bare zero-CPU actor pinned to each node
 (a class with one method, nothing of rldoctor) and times Ray's start of those workers
 (`bare_actor_per_node_s`: submit to every actor answering; `bare_worker_cpu_s`: each
-worker's own CPU by then). Stops the cluster.
+worker's own CPU by then), and again on every node but the driver's own; the floor's share of
+the trio with and without a probe on the driver's node. Stops the cluster.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class Bare:
         used = resource.getrusage(resource.RUSAGE_SELF)
         return used.ru_utime + used.ru_stime
 
-ids = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+own = ray.get_runtime_context().get_node_id()
+ids = [n["NodeID"] for n in ray.nodes() if n["Alive"] and (sys.argv[2] == "all" or n["NodeID"] != own)]
 cls = ray.remote(num_cpus=0)(Bare)
 started = time.perf_counter()
 actors = [cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(i, soft=False)).remote()
@@ -63,15 +65,29 @@ print(json.dumps({"ready_s": time.perf_counter() - started, "cpu_s": cpu}))
 """
 
 
-def bare_actor_floor(cluster, env: dict) -> dict:
-    """Ray's own start of one bare zero-CPU actor per node: the floor under the probes."""
-    proc = subprocess.run([str(BIN / "python"), "-c", BARE_ACTORS, cluster.address], env=env,
-                          capture_output=True, text=True, timeout=120)
+def bare_actors(cluster, env: dict, which: str) -> dict:
+    proc = subprocess.run([str(BIN / "python"), "-c", BARE_ACTORS, cluster.address, which],
+                          env=env, capture_output=True, text=True, timeout=120)
     if proc.returncode:
-        return {"error": proc.stderr.strip().splitlines()[-1:] or ["exit %d" % proc.returncode]}
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"bare_actor_per_node_s": round(found["ready_s"], 3),
-            "bare_worker_cpu_s": [round(c, 3) for c in found["cpu_s"]]}
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1:] or ["exit %d" % proc.returncode])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bare_actor_floor(cluster, env: dict, repeats: int = 3) -> dict:
+    """Ray's own start of one bare zero-CPU actor per node: the floor under the probes; and
+    the same on every node but the driver's own (what a probe-less read of the driver's node
+    would leave), medians of `repeats`, alternating."""
+    every, others, cpu = [], [], []
+    for _ in range(repeats):
+        found = bare_actors(cluster, env, "all")
+        every.append(found["ready_s"])
+        cpu = found["cpu_s"]
+        others.append(bare_actors(cluster, env, "others")["ready_s"])
+    return {"bare_actor_per_node_s": round(statistics.median(every), 3),
+            "bare_actor_per_node_samples_s": [round(x, 3) for x in every],
+            "bare_worker_cpu_s": [round(c, 3) for c in cpu],
+            "bare_actor_other_nodes_s": round(statistics.median(others), 3),
+            "bare_actor_other_nodes_samples_s": [round(x, 3) for x in others]}
 
 
 def where_time_goes(cluster, env: dict, repeats: int = 3) -> dict:
@@ -120,6 +136,8 @@ def main() -> int:
             ours.append(timed(rldoctor, env))
             theirs.append(timed(ray_cli, env))
         phases = where_time_goes(cluster, env)
+    trio = statistics.median(theirs)
+    floor = phases["interpreter_and_imports_s"] + (phases["joined_s"] or 0)
     result = {
         "nodes": 3,
         "repeats": args.repeats,
@@ -129,6 +147,12 @@ def main() -> int:
         "rldoctor_samples_s": [round(x, 3) for x in ours],
         "ray_cli_samples_s": [round(x, 3) for x in theirs],
         "phases": phases,
+        # What no check with a probe on every node can go under: the interpreter, joining and
+        # Ray's start of one bare worker per node (nothing submitted, measured, checked or shown)
+        "floor_over_ray_cli": round((floor + phases["bare_actor_per_node_s"]) / trio, 3),
+        # the same with the driver's own node read without a probe (the other nodes' only)
+        "floor_without_own_node_probe_over_ray_cli":
+            round((floor + phases["bare_actor_other_nodes_s"]) / trio, 3),
     }
     print(json.dumps(result, indent=2))
     return 0

@@ -4,7 +4,8 @@
 
 For each cluster size (a head plus workers started with `ray start`, 1 CPU and an 80 MiB
 object store each):
-  * wall time of `rldoctor check`, median of --repeats, and each collector's share;
+  * wall time of `rldoctor check`, median of --repeats, and each collector's share, with how
+    many nodes' probes answered in each run (a check whose probes timed out measured less);
   * the client's CPU seconds (the `rldoctor` process and its children) and the GCS server's
     CPU seconds during one check, in total and per node: what the check's cost grows with;
   * footprint on the cluster: CPU seconds the cluster's own processes (GCS, raylets,
@@ -86,11 +87,13 @@ def measure(nodes: int, repeats: int) -> dict:
              for _ in range(nodes)]
     with LocalCluster(specs) as cluster, tempfile.TemporaryDirectory() as tmp:
         timed_check(cluster)  # warm-up
-        walls, collectors = [], []
+        walls, collectors, answered = [], [], []
         for i in range(repeats):
             snap = Path(tmp) / f"snap{i}.json"
             walls.append(timed_check(cluster, snap))
-            collectors.append(json.loads(snap.read_text())["collectors"])
+            doc = json.loads(snap.read_text())
+            collectors.append(doc["collectors"])
+            answered.append(len((doc.get("versions") or {}).get("nodes") or {}))
         idle_before = cluster.cpu_seconds()
         time.sleep(statistics.median(walls))
         idle = cluster.cpu_seconds() - idle_before
@@ -107,6 +110,8 @@ def measure(nodes: int, repeats: int) -> dict:
               for name in collectors[0]}
     return {"nodes": nodes, "check_wall_median_s": round(statistics.median(walls), 3),
             "check_wall_samples_s": [round(w, 3) for w in walls], "collector_median_s": shares,
+            # a check whose probes did not answer measured less: each run's count is shown
+            "probes_answered": [f"{n}/{nodes}" for n in answered],
             "client_cpu_s": spread(client_cpu),
             "client_cpu_s_per_node": round(statistics.median(client_cpu) / nodes, 3),
             "gcs_cpu_s": spread(gcs_cpu),

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,22 @@ def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
                 ports.append(port)
         taken.update(ports)
         return ports
+
+
+@contextmanager
+def frozen(pids: list[int]):
+    """`pids` stopped (SIGSTOP) inside the block and going on again (SIGCONT) after it."""
+    assert pids, "nothing to freeze"
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:  # it died meanwhile (killed by what the test stopped)
+                pass
 
 
 def _pids_of(sid: int | None = None, marker: str | None = None) -> list[int]:
@@ -369,6 +385,14 @@ class LocalCluster:
             if sig == signal.SIGKILL:
                 raise RuntimeError(f"node {index}: processes {alive} survived SIGKILL")
         return node.node_id
+
+    def owns(self, pid: int) -> bool:
+        """Whether process `pid` is one of this cluster's (it carries the cluster's marker)."""
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return f"{MARKER}={self.marker}".encode() in f.read().split(b"\0")
+        except OSError:
+            return False
 
     def pids(self, index: int, program: str) -> list[int]:
         """Pids of node `index`'s processes whose command line names `program` (e.g. "raylet",

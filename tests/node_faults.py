@@ -15,7 +15,7 @@ import time
 try:
     with open("/proc/self/cmdline", "rb") as f:
         if b"default_worker.py" in f.read():  # Ray's worker processes only, not ray start or agents
-            time.sleep(3600)
+            time.sleep(SECONDS)
 except OSError:
     pass
 """
@@ -65,11 +65,11 @@ class SmallTmpfs:
             pass
 
 
-def hang_site(directory: Path) -> str:
-    """A directory holding a sitecustomize.py that hangs Ray's worker processes at start;
-    put it on a node's PYTHONPATH."""
+def hang_site(directory: Path, seconds: float = 3600) -> str:
+    """A directory holding a sitecustomize.py that holds Ray's worker processes at start for
+    `seconds` (by default: they hang); put it on a node's PYTHONPATH."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "sitecustomize.py").write_text(HANG_SITECUSTOMIZE)
+    (directory / "sitecustomize.py").write_text(HANG_SITECUSTOMIZE.replace("SECONDS", repr(seconds)))
     return str(directory)
 
 

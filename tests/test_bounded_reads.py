@@ -199,16 +199,66 @@ def test_the_task_table_is_read_once_and_sliced_and_a_full_one_gives_way_to_the_
 
 
 def test_calls_in_flight_are_read_for_the_jobs_of_live_actors_only():
-    from rldoctor.cluster.training import _jobs_of_live_actors
+    from rldoctor.cluster.task_table import jobs_with_live_actors
 
     actors = {"live_truncated": False, "items": [
         {"state": "ALIVE", "job_id": "02000000"}, {"state": "ALIVE", "job_id": "03000000"},
         {"state": "RESTARTING", "job_id": "03000000"}, {"state": "DEAD", "job_id": "01000000"}]}
-    assert _jobs_of_live_actors(actors) == ["03000000", "02000000"]
-    assert _jobs_of_live_actors({"live_truncated": False, "items": [
+    assert jobs_with_live_actors(actors) == ["03000000", "02000000"]
+    assert jobs_with_live_actors({"live_truncated": False, "items": [
         {"state": "DEAD", "job_id": "01000000"}]}) == []  # a history, nothing live: no read
-    assert _jobs_of_live_actors({**actors, "live_truncated": True}) is None  # all tasks, then
-    assert _jobs_of_live_actors(None) is None
+    assert jobs_with_live_actors({**actors, "live_truncated": True}) is None  # all tasks, then
+    assert jobs_with_live_actors(None) is None
+
+
+def test_a_few_jobs_are_read_one_by_one_and_many_or_unknown_ones_in_one_read():
+    from rldoctor.cluster.task_table import MAX_JOB_READS, by_job
+
+    def read_job(job):
+        return [f"{job}-task"]
+
+    def read_all():
+        return ["every task"]
+
+    assert by_job(["a", "b"], read_job, read_all) == ["a-task", "b-task"]
+    assert by_job([], read_job, read_all) == []  # nothing can run: no read at all
+    many = [str(i) for i in range(MAX_JOB_READS + 1)]
+    assert by_job(many, read_job, read_all) == ["every task"]
+    assert by_job(None, read_job, read_all) == ["every task"]
+
+
+def test_the_bundle_reads_running_calls_of_running_jobs_and_jobs_with_live_actors(monkeypatch):
+    from concurrent.futures import Future
+
+    from rldoctor.cluster.gather import _jobs_running_calls, _list_running
+
+    jobs = Future()
+    jobs.set_result([{"job_id": "01000000", "status": "SUCCEEDED"},
+                     {"job_id": "04000000", "status": "RUNNING"},
+                     {"job_id": None, "status": "PENDING"}])
+    actors = {"live_truncated": False, "items": [
+        {"state": "ALIVE", "job_id": "02000000"}, {"state": "DEAD", "job_id": "01000000"}]}
+    assert _jobs_running_calls(jobs, actors) == ["02000000", "04000000"]
+    assert _jobs_running_calls(jobs, {**actors, "live_truncated": True}) is None
+    broken = Future()
+    broken.set_exception(TimeoutError("no answer"))
+    assert _jobs_running_calls(broken, actors) is None
+
+    import ray.util.state
+
+    seen = []
+
+    def list_tasks(**kwargs):
+        seen.append(kwargs["filters"])
+        assert kwargs["limit"] == 10_000
+        return []
+
+    monkeypatch.setattr(ray.util.state, "list_tasks", list_tasks)
+    assert _list_running("http://dashboard", "04000000", ["02000000", "04000000"]) == []
+    assert seen == [[("job_id", "=", "02000000"), ("state", "=", "RUNNING")]]  # not its own
+    seen.clear()
+    _list_running("http://dashboard", "04000000", None)
+    assert seen == [[("state", "=", "RUNNING")]]
 
 
 def test_failed_tasks_are_read_for_runtime_envs_only_when_an_agent_logged_a_failure():

@@ -27,7 +27,7 @@ import urllib.request
 import pytest
 
 from conftest import RLDOCTOR
-from localcluster import LocalCluster, NodeSpec
+from localcluster import LocalCluster, NodeSpec, frozen
 from test_e2e_dashboard import assert_no_output_left
 from test_e2e_reliability import wait_clean
 
@@ -77,25 +77,47 @@ def assert_nothing_left(cluster) -> None:
     assert not any(wait_clean(cluster).values())
 
 
+def job_drivers(cluster) -> list[int]:
+    """Pids of rldoctor's job driver on this cluster (its raylet's child: the cluster's marker)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"rldoctor.job.main" in f.read() and cluster.owns(int(pid)):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
 def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
-    for attempt in range(3):
-        proc = check_until_the_job_runs(cluster, tmp_path / "r.json")
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.dashboard_url,
+                             "--format", "json", "--output", str(out)],
+                            env=laptop_env(cluster), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    # The job's driver is paused as soon as it exists (its collection takes seconds), so the
+    # Ctrl-C surely comes while it collects, however fast or slow this host is today.
+    deadline, drivers = time.monotonic() + 60, []
+    while not drivers and time.monotonic() < deadline and proc.poll() is None:
+        drivers = job_drivers(cluster)
+        time.sleep(0.01)
+    assert drivers, f"rldoctor's job never ran: {proc.poll()}"
+    with frozen(drivers):
+        running = [j for j in rldoctor_jobs(cluster) if j.get("status") == "RUNNING"]
+        assert running, rldoctor_jobs(cluster)
+        submission_id = running[0]["submission_id"]
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=40)
-        # Seen RUNNING only once its output was read (the job's driver then waits for
-        # rldoctor's stop), the check was past collecting and finished, report and all:
-        # that run says nothing of Ctrl-C; once more.
-        if not (proc.returncode == 0 and (tmp_path / "r.json").exists()) or attempt == 2:
-            break
-        (tmp_path / "r.json").unlink()
+        time.sleep(0.3)
+    stdout, stderr = proc.communicate(timeout=40)
     assert proc.returncode == 130, (stdout, stderr)
     assert stderr.strip().splitlines() == [
         "rldoctor: interrupted: probes stopped and removed, no report written"], stderr
-    assert not (tmp_path / "r.json").exists()
+    assert not out.exists()
     assert_nothing_left(cluster)
     # stopped while it collected: no output of the job's on the head (a stop that comes
     # before its Python runs leaves Ray's own two lines, "Running entrypoint ...")
-    assert_no_output_left(cluster, proc.submission_id)
+    assert_no_output_left(cluster, submission_id)
 
 
 def test_a_node_frozen_while_the_job_collects_is_named_not_answering(cluster, tmp_path):

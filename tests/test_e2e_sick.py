@@ -6,14 +6,10 @@ nothing answers (a gray failure). Every test resumes it with SIGCONT, even on fa
 
 from __future__ import annotations
 
-import os
-import signal
-from contextlib import contextmanager
-
 import pytest
 
 from conftest import check_json
-from localcluster import LocalCluster, NodeSpec
+from localcluster import LocalCluster, NodeSpec, frozen
 
 pytestmark = pytest.mark.cluster
 
@@ -34,18 +30,6 @@ def healthy_s(cluster):
         assert result.code == 0, result
         times.append(result.seconds)
     return min(times)
-
-
-@contextmanager
-def frozen(pids: list[int]):
-    assert pids, "nothing to freeze"
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
 
 
 def test_a_frozen_raylet_is_named_not_answering_within_its_own_deadline(cluster, healthy_s):

@@ -18,10 +18,33 @@ from rldoctor.cluster.session import error_line
 from rldoctor.node import probes
 from rldoctor.cluster.sections import section
 
+# How long the probes' facts are waited for: at least PROBE_TIMEOUT_S, and up to
+# PROBE_TIMEOUT_LONG_S when the run's budget leaves REST_S for the sections after them. The
+# long wait serves clusters where every node starts its worker slowly at once (20 nodes on
+# two cores: Ray's own start of one bare worker per node takes 11 s); a node that is slow
+# beside answering peers is cut much sooner (the stragglers' rule below).
 PROBE_TIMEOUT_S = 8.0
+PROBE_TIMEOUT_LONG_S = 20.0
+REST_S = 8.0
 # Once most probes have answered, how long the rest are waited for (see Asked.wait).
 STRAGGLER_FACTOR = 2.5
 STRAGGLER_MIN_S = 4.0
+
+
+def probe_wait_s(budget) -> float:
+    """The probes' wait within `budget` (see PROBE_TIMEOUT_S)."""
+    room = budget.left(PROBE_TIMEOUT_LONG_S + REST_S) - REST_S
+    return budget.left(max(PROBE_TIMEOUT_S, min(PROBE_TIMEOUT_LONG_S, room)))
+
+
+def wait_end(started: float, deadline: float, answered: int, asked: int,
+             last_answer: float | None) -> float:
+    """When a wait for `asked` calls that began at `started` ends: at `deadline`, or, once at
+    least half have answered (the last at `last_answer`), STRAGGLER_FACTOR times what they
+    took (at least STRAGGLER_MIN_S), whichever comes first."""
+    if last_answer is None or answered < asked / 2:
+        return deadline
+    return min(deadline, started + max(STRAGGLER_MIN_S, STRAGGLER_FACTOR * (last_answer - started)))
 
 
 def _rpc_error(exc: BaseException) -> str:
@@ -124,9 +147,9 @@ def _wait(refs: list, wait_s: float, stragglers: bool) -> tuple[dict, list]:
     deadline = started + max(0.0, wait_s)
     ready, not_ready, last_answer = {}, list(refs), None
     while not_ready:
-        now, end = time.monotonic(), deadline
-        if stragglers and last_answer is not None and len(ready) >= len(refs) / 2:  # peers answered
-            end = min(end, started + max(STRAGGLER_MIN_S, STRAGGLER_FACTOR * (last_answer - started)))
+        now = time.monotonic()
+        end = wait_end(started, deadline, len(ready), len(refs), last_answer) if stragglers \
+            else deadline
         if end <= now:
             break
         done, not_ready = ray.wait(not_ready, num_returns=1, timeout=end - now)
@@ -201,7 +224,7 @@ class Fleet:
             self.failed[node_id] = {"kind": "silent", "error": "not waited for: its raylet is "
                                     "not answering", "raylet": why}
         started = time.monotonic()
-        answers = self._asked.wait(budget.left(PROBE_TIMEOUT_S), stragglers=True, skip=silent) \
+        answers = self._asked.wait(probe_wait_s(budget), stragglers=True, skip=silent) \
             if self._asked else {}
         waited = time.monotonic() - started
         peers_answered = any(a.kind != "timeout" for a in answers.values())

@@ -25,6 +25,7 @@ from rldoctor.cluster.logs import LogError, LogRoute, LogTimeout
 from rldoctor.bundle.manifest import Item
 from rldoctor.cluster.stack_targets import stack_targets
 from rldoctor.cluster.session import Budget, error_line
+from rldoctor.cluster.task_table import by_job, jobs_with_live_actors
 from rldoctor import words
 
 ITEMS_BUDGET_S = 20.0  # everything after the snapshot
@@ -97,8 +98,10 @@ class Gatherer:
             own_job = _own_job_id()
             if state_api:
                 futures = {name: pool.submit(func, state_api) for name, func in (
-                    ("jobs", _list_jobs), ("running", lambda a: _list_running(a, own_job)),
-                    ("envs", _list_runtime_envs))}
+                    ("jobs", _list_jobs), ("envs", _list_runtime_envs))}
+                futures["running"] = pool.submit(
+                    lambda: _list_running(state_api, own_job,
+                                          _jobs_running_calls(futures["jobs"], doc.get("actors"))))
             logs = [pool.submit(self._node_logs, route, node, dead_workers.get(node["node_id"], []),
                                 deadline, _own_logs(doc, node["node_id"])) for node in alive]
             hosts = self._ask_nodes(fleet, alive,
@@ -392,12 +395,31 @@ def _list_jobs(address: str) -> list[dict]:
     return out
 
 
-def _list_running(address: str, own_job: str | None) -> list[dict]:
-    """Calls running now (not drivers, not rldoctor's own probes), the oldest first."""
+def _jobs_running_calls(jobs, actors: dict | None) -> list[str] | None:
+    """The jobs that can have calls running: those whose driver runs and those with live
+    actors (a detached actor outlives its job); None when either is unknown."""
+    with_actors = jobs_with_live_actors(actors)
+    if with_actors is None:
+        return None
+    try:
+        rows = jobs.result(timeout=STATE_TIMEOUT_S + 1)
+    except Exception:
+        return None
+    running = [j["job_id"] for j in rows if j.get("status") == "RUNNING" and j.get("job_id")]
+    return with_actors + [j for j in running if j not in with_actors]
+
+
+def _list_running(address: str, own_job: str | None, job_ids: list[str] | None) -> list[dict]:
+    """Calls running now (not drivers, not rldoctor's own probes), the oldest first: read job
+    by job when few jobs can have any (rldoctor.cluster.task_table.by_job)."""
     from ray.util.state import list_tasks
 
-    rows = list_tasks(address=address, detail=True, limit=10_000, timeout=STATE_TIMEOUT_S,
-                      raise_on_missing_output=False, filters=[("state", "=", "RUNNING")])
+    def read(job_id: str | None = None) -> list:
+        scope = [("job_id", "=", job_id)] if job_id else []
+        return list_tasks(address=address, detail=True, limit=10_000, timeout=STATE_TIMEOUT_S,
+                          raise_on_missing_output=False, filters=scope + [("state", "=", "RUNNING")])
+
+    rows = by_job([j for j in job_ids if j != own_job] if job_ids is not None else None, read, read)
     now_ms = time.time() * 1000
     rows = sorted((t for t in rows if t.type != "DRIVER_TASK" and t.job_id != own_job),
                   key=lambda t: t.start_time_ms or now_ms)

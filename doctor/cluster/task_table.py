@@ -58,6 +58,33 @@ class TaskTable:
         return [t for t in rows if keep(t)]
 
 
+# Tasks in flight are read job by job (the GCS's job index finds one job's tasks without
+# scanning the others) for up to this many jobs; past it, in one read of them all.
+MAX_JOB_READS = 8
+
+
+def jobs_with_live_actors(actors: dict | None) -> list[str] | None:
+    """The jobs with actors not dead (the actors section), most actors first; None when the
+    section is missing or its live actors were cut (any job may then have some)."""
+    if not actors or actors.get("live_truncated", True):
+        return None
+    count: dict[str, int] = {}
+    for actor in actors.get("items") or []:
+        if actor.get("state") != "DEAD" and actor.get("job_id"):
+            count[actor["job_id"]] = count.get(actor["job_id"], 0) + 1
+    return sorted(count, key=lambda job: (-count[job], job))
+
+
+def by_job(job_ids: list[str] | None, read_job: Callable[[str], list],
+           read_all: Callable[[], list]) -> list:
+    """`read_job(job)` for each of `job_ids` when they are known and few (MAX_JOB_READS),
+    else `read_all()`: reads of a few jobs cost the GCS what those jobs hold, one read of
+    every task costs a scan of the whole history."""
+    if job_ids is not None and len(job_ids) <= MAX_JOB_READS:
+        return [t for job in job_ids for t in read_job(job)]
+    return read_all()
+
+
 def failed_with(error_type: str) -> Callable[[object], bool]:
     """Tasks that failed with `error_type` (an ErrorType name such as OUT_OF_MEMORY)."""
     return lambda t: t.state == "FAILED" and t.error_type == error_type

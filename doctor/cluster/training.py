@@ -34,7 +34,7 @@ from rldoctor.cluster.session import Unavailable, error_line
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor import words
 from rldoctor.cluster.sections import section
-from rldoctor.cluster.task_table import TaskTable
+from rldoctor.cluster.task_table import TaskTable, by_job, jobs_with_live_actors
 
 MAX_ROWS = 10_000
 METRICS_TIMEOUT_S = 2.0
@@ -99,22 +99,6 @@ def _in_flight_on_an_actor(task) -> bool:
     return task.type == "ACTOR_TASK" and task.state not in ("FINISHED", "FAILED")
 
 
-# Calls in flight are read job by job (the GCS finds a job's tasks without scanning the others)
-# for the jobs of the live actors, most actors first, up to this many; past it, in one read.
-MAX_CALL_JOBS = 8
-
-
-def _jobs_of_live_actors(actors: dict | None) -> list[str] | None:
-    """The jobs with actors not dead (the actors section), most actors first; None without it."""
-    if not actors or actors.get("live_truncated", True):
-        return None
-    count: dict[str, int] = {}
-    for actor in actors.get("items") or []:
-        if actor.get("state") != "DEAD" and actor.get("job_id"):
-            count[actor["job_id"]] = count.get(actor["job_id"], 0) + 1
-    return sorted(count, key=lambda job: (-count[job], job))
-
-
 def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, table,
                   tasks: TaskTable | None = None, actors: dict | None = None) -> dict:
     """Calls in flight on the actors of the jobs that have live ones (job by job), jobs (from
@@ -137,13 +121,10 @@ def fetch_sources(conn, budget, cluster: dict | None, nodes: list[dict] | None, 
                                                    ("state", "!=", "FINISHED"),
                                                    ("state", "!=", "FAILED")])
 
-        jobs_with_actors = _jobs_of_live_actors(actors)
-        if jobs_with_actors is not None and len(jobs_with_actors) <= MAX_CALL_JOBS:
-            calls = pool.submit(lambda: [t for job_id in jobs_with_actors for t in own_read(job_id)])
-        elif tasks:
-            calls = pool.submit(tasks.select, _in_flight_on_an_actor, own_read)
-        else:
-            calls = pool.submit(own_read)
+        def read_all() -> list:
+            return tasks.select(_in_flight_on_an_actor, own_read) if tasks else own_read()
+
+        calls = pool.submit(by_job, jobs_with_live_actors(actors), own_read, read_all)
         jobs = pool.submit(table.rows, "training")
         workers = pool.submit(bounded.listed, "training", list_workers, address=address,
                               detail=True, limit=MAX_ROWS,
