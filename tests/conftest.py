@@ -55,6 +55,15 @@ def run_rldoctor(*args: str, env: dict | None = None, timeout: float = 120,
     return CliResult(proc, time.monotonic() - started)
 
 
+def interruptible() -> None:
+    """A child's SIGINT back at its default (Python then raises KeyboardInterrupt on it), for a
+    test that presses Ctrl-C: a suite started in the background by a shell (`make test &`)
+    runs with SIGINT ignored, and its children inherit that."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def lint_paths(paths: list[str]):
     """`rldoctor lint`'s diagnosis of `paths` (no ignore file): (report, problems, doc)."""
     from rldoctor.engine.pipeline import Diagnosis

@@ -26,7 +26,7 @@ import urllib.request
 
 import pytest
 
-from conftest import RLDOCTOR
+from conftest import RLDOCTOR, interruptible
 from localcluster import LocalCluster, NodeSpec, frozen
 from test_e2e_dashboard import assert_no_output_left
 from test_e2e_reliability import wait_clean
@@ -95,7 +95,8 @@ def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
     proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.dashboard_url,
                              "--format", "json", "--output", str(out)],
                             env=laptop_env(cluster), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=interruptible)
     # The job's driver is paused as soon as it exists (its collection takes seconds), so the
     # Ctrl-C surely comes while it collects, however fast or slow this host is today.
     deadline, drivers = time.monotonic() + 60, []
@@ -103,10 +104,10 @@ def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
         drivers = job_drivers(cluster)
         time.sleep(0.01)
     assert drivers, f"rldoctor's job never ran: {proc.poll()}"
-    with frozen(drivers):
-        running = [j for j in rldoctor_jobs(cluster) if j.get("status") == "RUNNING"]
-        assert running, rldoctor_jobs(cluster)
-        submission_id = running[0]["submission_id"]
+    with frozen(drivers):  # (Ray may not have marked the job RUNNING yet: any status will do)
+        jobs = rldoctor_jobs(cluster)
+        assert len(jobs) == 1, jobs
+        submission_id = jobs[0]["submission_id"]
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)
     stdout, stderr = proc.communicate(timeout=40)

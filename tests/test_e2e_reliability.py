@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import RLDOCTOR, PPOJob, run_rldoctor
+from conftest import RLDOCTOR, PPOJob, interruptible, run_rldoctor
 from localcluster import LocalCluster, NodeSpec, frozen
 
 pytestmark = pytest.mark.cluster
@@ -119,7 +119,7 @@ def test_sigint_mid_probe_exits_cleanly_and_leaves_nothing(cluster):
     before = ray_workers()
     proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address],
                             env=cluster.client_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     assert wait_for_probe_workers(proc, before), "rldoctor's probes never showed up"
     # The probes' workers are paused as they start, so the Ctrl-C surely comes while the
     # check waits for them, however fast this host is today; they go on right after it.
