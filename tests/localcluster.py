@@ -92,6 +92,12 @@ def frozen(pids: list[int]):
                 pass
 
 
+def _carries(pid: int, marker: str) -> bool:
+    """Whether process `pid` has this cluster marker in its environment."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return f"{MARKER}={marker}".encode() in f.read().split(b"\0")
+
+
 def _pids_of(sid: int | None = None, marker: str | None = None) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -104,10 +110,8 @@ def _pids_of(sid: int | None = None, marker: str | None = None) -> list[int]:
             if sid is not None and os.getsid(pid) == sid:
                 found.append(pid)
                 continue
-            if marker is not None:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if f"{MARKER}={marker}".encode() in f.read().split(b"\0"):
-                        found.append(pid)
+            if marker is not None and _carries(pid, marker):
+                found.append(pid)
         except (OSError, ProcessLookupError):
             continue
     return found
@@ -389,8 +393,7 @@ class LocalCluster:
     def owns(self, pid: int) -> bool:
         """Whether process `pid` is one of this cluster's (it carries the cluster's marker)."""
         try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                return f"{MARKER}={self.marker}".encode() in f.read().split(b"\0")
+            return _carries(pid, self.marker)
         except OSError:
             return False
 

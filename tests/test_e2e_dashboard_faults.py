@@ -55,12 +55,19 @@ def rldoctor_jobs(cluster) -> list[dict]:
         return [j for j in json.load(resp) if (j.get("submission_id") or "").startswith("rldoctor-")]
 
 
-def check_until_the_job_runs(cluster, out) -> subprocess.Popen:
-    """`rldoctor check` through the dashboard, returned once its job is RUNNING."""
-    proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.dashboard_url,
+def start_check(cluster, out) -> subprocess.Popen:
+    """`rldoctor check` through the dashboard, started (Ctrl-C at its default: it can be
+    pressed)."""
+    return subprocess.Popen([RLDOCTOR, "check", "--address", cluster.dashboard_url,
                              "--format", "json", "--output", str(out)],
                             env=laptop_env(cluster), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                            preexec_fn=interruptible)
+
+
+def check_until_the_job_runs(cluster, out) -> subprocess.Popen:
+    """`rldoctor check` through the dashboard, returned once its job is RUNNING."""
+    proc = start_check(cluster, out)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         running = [j for j in rldoctor_jobs(cluster) if j.get("status") == "RUNNING"]
@@ -80,11 +87,11 @@ def assert_nothing_left(cluster) -> None:
 def job_drivers(cluster) -> list[int]:
     """Pids of rldoctor's job driver on this cluster (its raylet's child: the cluster's marker)."""
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in cluster.processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"rldoctor.job.main" in f.read() and cluster.owns(int(pid)):
-                    found.append(int(pid))
+                if b"rldoctor.job.main" in f.read():
+                    found.append(pid)
         except OSError:
             continue
     return found
@@ -92,11 +99,7 @@ def job_drivers(cluster) -> list[int]:
 
 def test_ctrl_c_while_the_job_collects_stops_and_deletes_it(cluster, tmp_path):
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.dashboard_url,
-                             "--format", "json", "--output", str(out)],
-                            env=laptop_env(cluster), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-                            preexec_fn=interruptible)
+    proc = start_check(cluster, out)
     # The job's driver is paused as soon as it exists (its collection takes seconds), so the
     # Ctrl-C surely comes while it collects, however fast or slow this host is today.
     deadline, drivers = time.monotonic() + 60, []
