@@ -308,11 +308,10 @@ class LocalCluster:
     def start(self, timeout_s: float = 90) -> "LocalCluster":
         atexit.register(self.stop)
         try:
-            self._start_with_a_retry(0, timeout_s)
-            # One at a time: nodes on one IP that start together can miss each other's
-            # registration in the GCS and time out.
-            for i in range(1, len(self.specs)):
-                self._start_with_a_retry(i, timeout_s)
+            self._start_with_a_retry([0], timeout_s)
+            # The workers side by side once the head is up: each has its own loopback IP and
+            # ports, and registers with the GCS on its own (measured: tests/README.md, "Starting clusters").
+            self._start_with_a_retry(list(range(1, len(self.specs))), timeout_s)
             self._learn_node_ids()
         except BaseException:
             self.stop()
@@ -325,22 +324,38 @@ class LocalCluster:
     _REGISTRATION_TIMED_OUT = ("timed out during startup", "Failed to get node info",
                                "GCS cannot find the node")
 
-    def _start_with_a_retry(self, index: int, timeout_s: float) -> None:
-        """Start node `index`; once more, on fresh ports, if its raylet's registration timed out."""
-        try:
-            self._wait(self._start_node(index, self.specs[index]), timeout_s)
-            return
-        except RuntimeError as exc:
-            if not any(words in str(exc) for words in self._REGISTRATION_TIMED_OUT):
-                raise
-            first = str(exc)
-        failed = self.nodes.pop()
-        _kill(_pids_of(sid=failed.sid), signal.SIGKILL)
-        if index == 0:  # the head: its GCS and dashboard on ports of their own
-            self.gcs_port, self.dashboard_port, self.client_port = free_ports(3, self._ports)
-        print(f"localcluster: node {index} did not register, starting it again:\n{first[-600:]}",
-              file=sys.stderr)
-        self._wait(self._start_node(index, self.specs[index]), timeout_s)
+    def _start_with_a_retry(self, indices: list[int], timeout_s: float) -> None:
+        """Start the nodes `indices` together; once more, on fresh ports, each whose raylet's
+        registration timed out."""
+        again = {}
+        for index, failure in self._start_together(indices, timeout_s).items():
+            if not any(words in failure for words in self._REGISTRATION_TIMED_OUT):
+                raise RuntimeError(failure)
+            again[index] = failure
+        for index, first in again.items():
+            [failed] = [n for n in self.nodes if n.index == index]
+            self.nodes.remove(failed)
+            _kill(_pids_of(sid=failed.sid), signal.SIGKILL)
+            if index == 0:  # the head: its GCS and dashboard on ports of their own
+                self.gcs_port, self.dashboard_port, self.client_port = free_ports(3, self._ports)
+            print(f"localcluster: node {index} did not register, starting it again:\n"
+                  f"{first[-600:]}", file=sys.stderr)
+        for failure in self._start_together(list(again), timeout_s).values():
+            raise RuntimeError(failure)
+
+    def _start_together(self, indices: list[int], timeout_s: float) -> dict[int, str]:
+        """`ray start` for each node of `indices` at once; waits for all of them. Returns the
+        failures: node index -> what went wrong."""
+        procs = {index: self._start_node(index, self.specs[index]) for index in indices}
+        self.nodes.sort(key=lambda node: node.index)
+        deadline = time.monotonic() + timeout_s
+        failures = {}
+        for index, proc in procs.items():
+            try:
+                self._wait(proc, max(0.1, deadline - time.monotonic()), timeout_s)
+            except RuntimeError as exc:
+                failures[index] = str(exc)
+        return failures
 
     def add_node(self, spec: NodeSpec, timeout_s: float = 90) -> Node:
         """Start one more worker node on the running cluster; returns it (with its node id)."""
@@ -349,11 +364,12 @@ class LocalCluster:
         self._learn_node_ids()
         return self.nodes[-1]
 
-    def _wait(self, proc: subprocess.Popen, timeout_s: float) -> None:
+    def _wait(self, proc: subprocess.Popen, timeout_s: float, budget_s: float | None = None) -> None:
         try:
             code = proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"`ray start` did not finish in {timeout_s}s; see {self.root}") from None
+            raise RuntimeError(f"`ray start` did not finish in {budget_s or timeout_s}s; "
+                               f"see {self.root}") from None
         if code != 0:
             node = next(n for n in self.nodes if n.sid == proc.pid)
             tail = node.log.read_text()[-2000:] if node.log else ""

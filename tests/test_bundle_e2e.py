@@ -232,6 +232,7 @@ def test_bundle_holds_no_secret(incident, healthy_bundle):
         assert not leaked, f"{what} found in {leaked}"
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_bundle_holds_every_node_logs_stacks_and_results(incident, healthy_bundle):
     _, result, path = healthy_bundle
     print(f"bundle: {path.stat().st_size} bytes in {result.seconds:.1f}s")
@@ -354,6 +355,7 @@ def test_existing_bundle_is_refused_without_force(incident, healthy_bundle):
     assert again.code == 3 and "--force" in again.stderr and path.read_bytes() == before
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_frozen_node_costs_its_deadlines_and_its_items_fail(incident):
     """One node stopped (SIGSTOP, every process of it): bundle written, that node's items
     failed with reasons, within the per-item deadlines; with --obfuscate."""

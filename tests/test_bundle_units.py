@@ -237,6 +237,7 @@ def test_module_redact_still_masks_the_token_forms():
     assert redact("status: OK, auth_mode: token") == "status: OK, auth_mode: token"
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_redactor_speed_on_ray_log_lines():
     """A log tail of 20,000 lines like Ray's (raylet, GCS, runtime env agent) in well under a second."""
     lines = [

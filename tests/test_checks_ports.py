@@ -8,6 +8,8 @@ import json
 import socket
 import time
 
+import pytest
+
 from conftest import FIXTURES
 from rldoctor.checks.cluster.nodes import node_dead
 from rldoctor.checks.network.links import port_unreachable
@@ -173,6 +175,7 @@ def test_small_clusters_try_every_pair_large_ones_grow_linearly():
         assert max(len(t) for s, t in pairs.items() if s != ids[0]) <= PEERS_PER_NODE + 1
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_connects_on_real_sockets_open_and_refused():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

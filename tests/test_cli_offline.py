@@ -34,6 +34,7 @@ def test_fast_paths_never_import_ray_or_torch(args):
     assert _imports_after(args) == set()
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_check_from_fixture_is_fast():
     result = run_rldoctor("check", "--from", DEAD)
     assert result.code == 1

@@ -191,6 +191,7 @@ def test_cluster_facts_read_the_dashboard_through_the_one_client(head):
     assert "did not answer: dashboard unreachable: " in facts["state_api_error"]
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_cluster_facts_say_no_answer_when_the_dashboard_is_silent():
     from rldoctor.cluster import cluster_facts
     from rldoctor.cluster.session import Budget

@@ -436,6 +436,7 @@ def test_not_a_ray_dashboard(tmp_path):
         proc.wait()
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_a_port_that_never_answers_fails_within_15s(tmp_path):
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -499,6 +500,7 @@ def test_job_failing_on_the_cluster_quotes_its_error_and_is_deleted(tmp_path, st
     assert ("DELETE", f"/api/jobs/{sub}") in [(m, p) for m, p, *_ in server.requests]
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_job_deleted_once_rays_job_monitor_logged_its_end(tmp_path, stand_in):
     """The delete waits for this job's "Completed a ray job" event (another job's does not
     count), then goes at once: no second look a monitor period later."""
@@ -516,6 +518,7 @@ def test_job_deleted_once_rays_job_monitor_logged_its_end(tmp_path, stand_in):
     assert time.monotonic() - started < 8
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_job_stuck_pending_is_stopped_and_deleted(tmp_path, stand_in):
     server = stand_in(job_status="PENDING")
     started = time.monotonic()
@@ -549,6 +552,7 @@ SNAPSHOT_FIXTURE = __import__("pathlib").Path(__file__).resolve().parent.parent 
 ENV_SECRET = "envsecret-Qw3Er5Ty7Ui9"
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
         tmp_path, stand_in):
     """The job's driver does not end after printing (it waits for the stop, then wipes its
@@ -577,6 +581,7 @@ def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
     assert ("GET", f"/api/jobs/{sub}/logs") not in calls[stop:]
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_path):
     """The driver's side, as Ray runs it: stdout is job-driver-rldoctor-<id>.log. What it
     prints is redacted already (the token, env_vars values), and on SIGTERM it deletes the

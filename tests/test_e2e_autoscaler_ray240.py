@@ -30,7 +30,9 @@ from test_e2e_autoscaler import _stop
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-IDLE_TIMEOUT_MIN = 0.5
+# A minute: the check that names the node before it goes (about 5 s on a quiet host, 15-25 s on
+# a loaded one) always ends before the node is removed.
+IDLE_TIMEOUT_MIN = 1.0
 PAUSE_S = IDLE_TIMEOUT_MIN * 60 + 40  # the training's pause, longer than the idle timeout
 TRAINING = r"""
 import ray, sys, time
@@ -135,8 +137,8 @@ def scaled_down(tmp_path_factory):
 
 
 def test_a_training_on_a_node_v1_counts_idle_is_named_before_it_goes(scaled_down):
-    if scaled_down["took_s"] > IDLE_TIMEOUT_MIN * 60:
-        pytest.skip(f"the check took {scaled_down['took_s']:.0f} s, past the idle timeout")
+    # the snapshot was taken while the node was still there (idle, not yet removed)
+    assert scaled_down["took_s"] < IDLE_TIMEOUT_MIN * 60, scaled_down["took_s"]
     found = scaled_down["before"]
     assert len(found) == 1, scaled_down["before_report"]["findings"]
     f = found[0]

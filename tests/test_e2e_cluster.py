@@ -185,6 +185,7 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
     assert proc.stdout.strip().endswith(f":{cluster3.gcs_port}"), proc.stderr
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_probe_fan_out_answers_every_call_once_within_its_timeout(cluster3):
     """fleet.ask, the one fan-out to the probes (facts, stacks, bundle host facts, Tune tails,
     port listeners and connects, ping rounds): an answer per call, ok, raised, timed out or
@@ -251,6 +252,7 @@ def test_token_never_appears_in_any_output(cluster3, tmp_path):
     assert all(token not in t for t in texts)
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_cluster_with_token_auth_refuses_rldoctor_without_token(cluster3):
     env = cluster3.client_env()
     env.pop("RAY_AUTH_TOKEN_PATH")
@@ -292,6 +294,7 @@ def test_infeasible_actor_gives_rld103_naming_the_actor(cluster3):
     run_driver(cluster3, "ray.kill(ray.get_actor('hungry', namespace='e2e'))\n")
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_worker_node_killed_gives_rld101_naming_it(cluster3):
     killed = cluster3.kill_node(2)
     assert killed

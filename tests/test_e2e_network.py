@@ -19,7 +19,8 @@ import pytest
 from conftest import run_rldoctor
 from localcluster import LocalCluster, NodeSpec
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.serial]  # measures times (tests/suite_plan.py)
 
 TASK_DELAY_S, CHUNK_DELAY_S = 0.08, 0.6
 PUSH_TASK_DELAY = f"CoreWorkerService.grpc_server.PushTask={TASK_DELAY_S * 1e6:.0f}:{TASK_DELAY_S * 1e6:.0f}"

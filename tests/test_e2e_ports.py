@@ -20,7 +20,8 @@ from conftest import check_json, run_rldoctor
 from localcluster import LocalCluster, NodeSpec
 from netns import Hosts, missing_tools
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.serial]  # measures times (tests/suite_plan.py)
 
 
 @pytest.fixture(scope="module")

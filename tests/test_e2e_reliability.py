@@ -167,6 +167,7 @@ def test_check_while_a_ppo_job_keeps_every_cpu_busy_gives_no_network_finding(clu
         assert job.proc.poll() is None and job.iterations > 2
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_node_killed_while_probing_is_reported_without_hanging(cluster):
     victim = cluster.nodes[2]
     proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address, "--format", "json"],

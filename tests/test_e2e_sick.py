@@ -11,7 +11,8 @@ import pytest
 from conftest import check_json
 from localcluster import LocalCluster, NodeSpec, frozen
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.serial]  # measures times (tests/suite_plan.py)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from conftest import check_json
 from localcluster import LocalCluster, NodeSpec
 from node_faults import hang_site
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.serial]  # measures times (tests/suite_plan.py)
 
 SLOW_START_S = 10
 

@@ -196,6 +196,7 @@ def test_a_node_lost_pages_as_rld101_and_its_probe_is_dropped(watching, cluster3
     assert prom.query("rldoctor_up")[0]["value"][1] == "1"
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_sigterm_ends_the_watch_within_seconds_with_no_probe_left(watching, cluster3):
     watch, prom = watching
     assert watch.proc.poll() is None

@@ -56,6 +56,7 @@ def hung_cluster(tmp_path_factory):
             driver.wait()
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_a_node_whose_workers_hang_at_start_is_rld106_in_normal_time(hung_cluster):
     hung = hung_cluster.nodes[2].node_id
     result = check_json(hung_cluster)

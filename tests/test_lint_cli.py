@@ -147,6 +147,7 @@ def test_yaml_lint_asks_ray_itself(env):
     assert proc.stdout.strip() == "True", proc.stderr
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_python_lint_is_fast(env):
     lint(str(RULES / "rld803_settings.py"), env=env)  # the names of this Ray are cached after one run
     result = lint(str(TUTORIAL / "ppo_cartpole.py"), str(TUTORIAL / "tuning_snippets.py"), env=env)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from conftest import FIXTURES, run_rldoctor
 from plugins import BROKEN_IMPORT, GOOD, MISBEHAVING, install
 from rldoctor.engine.registry import DOC_SECTIONS, builtin_checks, check, fail, parse_doc
@@ -67,6 +69,7 @@ def _slow(snap, params):
     yield fail("cluster", "too late")
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_runner_isolates_errors_missing_data_and_hangs():
     snap = load(FIXTURES / "healthy-3node.json")
     result = run_check(_raises, snap)
@@ -118,6 +121,7 @@ def test_plugins_load_in_stable_order_and_broken_ones_are_reported(tmp_path):
     assert explained.code == 0 and "acme-checks[acme]" in explained.stdout
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_plugin_that_raises_or_hangs_is_error_and_the_rest_report(tmp_path):
     site = install(tmp_path / "site", "bad-checks", {"bad": "bad_checks"}, {"bad_checks": MISBEHAVING})
     result = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"), "--format", "json",

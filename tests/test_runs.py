@@ -161,6 +161,7 @@ def test_config_values_never_reach_the_snapshot_but_the_settings_a_fix_needs(tmp
     assert run["settings"]["lr"] == 0.001 and "wandb_api_key" not in run["settings"]
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_a_result_json_of_100000_rows_is_judged_in_under_2_seconds(tmp_path):
     template = []
     for line in _rows("healthy"):  # real rows, their iteration made a placeholder

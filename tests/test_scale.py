@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from conftest import run_rldoctor
 from rldoctor.engine.registry import load_registry
 from rldoctor.engine.runner import run_checks
@@ -12,6 +14,7 @@ from rldoctor.snapshot import Snapshot
 from synthetic import big_snapshot
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_every_check_over_1000_nodes_and_20000_actors_in_under_2s():
     snap = Snapshot(big_snapshot(1000, 20000))
     checks = load_registry(include_plugins=False).checks
@@ -30,6 +33,7 @@ def test_every_check_over_1000_nodes_and_20000_actors_in_under_2s():
     assert any("more" in f.message for f in restarted)  # and the rest summarised
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_cli_from_a_20000_actor_snapshot(tmp_path):
     path = tmp_path / "big.json"
     path.write_text(json.dumps(big_snapshot(1000, 20000)))

@@ -105,11 +105,10 @@ def test_sections_start_once_their_needs_are_over_and_run_side_by_side():
     found = {"a": Section("a", step("a", 0.4)), "b": Section("b", step("b", 0.4)),
              "c": Section("c", step("c", 0.0), needs=("a", "b"))}
     ctx = _ctx()
-    started = time.monotonic()
     run(ctx, found)
-    took = time.monotonic() - started
-    assert took < 0.75, took  # a and b side by side, not one after the other
     at = {(kind, name): t for kind, name, t in log}
+    # a and b side by side, not one after the other: each started before the other ended
+    assert at[("start", "a")] < at[("end", "b")] and at[("start", "b")] < at[("end", "a")], log
     assert at[("start", "c")] >= max(at[("end", "a")], at[("end", "b")])
     assert ctx.doc["c"] == {"from": "c", "saw": ["a", "b"]}
     assert set(ctx.timing["sections_ended_s"]) == {"a", "b", "c"}

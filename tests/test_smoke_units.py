@@ -251,6 +251,7 @@ def test_recorded_smoke_run_gives_the_expected_findings(path):
     assert snap["smoke"]["figures"] == smoke.compute_figures(snap["smoke"])
 
 
+@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 @pytest.mark.parametrize("path", SMOKE_FIXTURES, ids=lambda p: p.stem)
 def test_check_from_a_recorded_smoke_run(path):
     expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import run_rldoctor
 
+pytestmark = pytest.mark.serial  # every test bounds a time (tests/suite_plan.py)
+
 
 def _one_clear_line(result) -> None:
     assert result.code == 3, result
