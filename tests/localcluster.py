@@ -325,8 +325,8 @@ class LocalCluster:
                                "GCS cannot find the node")
 
     def _start_with_a_retry(self, indices: list[int], timeout_s: float) -> None:
-        """Start the nodes `indices` together; once more, on fresh ports, each whose raylet's
-        registration timed out."""
+        """Start the nodes `indices` together; once more, on fresh ports and one at a time, each
+        whose raylet's registration timed out."""
         again = {}
         for index, failure in self._start_together(indices, timeout_s).items():
             if not any(words in failure for words in self._REGISTRATION_TIMED_OUT):
@@ -340,8 +340,9 @@ class LocalCluster:
                 self.gcs_port, self.dashboard_port, self.client_port = free_ports(3, self._ports)
             print(f"localcluster: node {index} did not register, starting it again:\n"
                   f"{first[-600:]}", file=sys.stderr)
-        for failure in self._start_together(list(again), timeout_s).values():
-            raise RuntimeError(failure)
+        for index in again:  # one at a time now: the host or its GCS is slow at this moment
+            for failure in self._start_together([index], timeout_s).values():
+                raise RuntimeError(failure)
 
     def _start_together(self, indices: list[int], timeout_s: float) -> dict[int, str]:
         """`ray start` for each node of `indices` at once; waits for all of them. Returns the
