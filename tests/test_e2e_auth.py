@@ -121,17 +121,18 @@ def test_token_cluster_with_the_right_token_from_the_default_file(cluster3, tmp_
     assert cluster3.token not in result.stdout + result.stderr
 
 
-def test_a_node_in_token_mode_on_an_auth_off_cluster_is_a_mismatch_not_a_dead_node(tmp_path):
-    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
-    cluster = LocalCluster(specs, token_auth=False)
-    specs[2].env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(cluster.token_path)})
-    with cluster:
-        result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
-                              env=_shell(cluster, str(tmp_path / "empty-home")))
-        odd = f"node:{cluster.nodes[2].node_id}"
-        assert result.code == 1, result
-        assert result.findings("RLD101") == [], result
-        [finding] = result.findings("RLD105")
-        assert finding["subject"] == odd and finding["severity"] == "fail"
-        assert "RAY_AUTH_MODE=disabled" in finding["message"]
-        assert "UNAUTHENTICATED" in finding["evidence"]["raylet"]
+def test_a_node_in_token_mode_on_an_auth_off_cluster_is_a_mismatch_not_a_dead_node(auth_off, tmp_path):
+    # the module's auth-off cluster gains a node started in token mode (the module's last test:
+    # the cluster goes with the module)
+    node = auth_off.add_node(NodeSpec(labels={"ray.io/availability-zone": "zone-a"},
+                                      env={"RAY_AUTH_MODE": "token",
+                                           "RAY_AUTH_TOKEN_PATH": str(auth_off.token_path)}))
+    result = run_rldoctor("check", "--address", auth_off.address, "--format", "json",
+                          env=_shell(auth_off, str(tmp_path / "empty-home")))
+    odd = f"node:{node.node_id}"
+    assert result.code == 1, result
+    assert result.findings("RLD101") == [], result
+    [finding] = result.findings("RLD105")
+    assert finding["subject"] == odd and finding["severity"] == "fail"
+    assert "RAY_AUTH_MODE=disabled" in finding["message"]
+    assert "UNAUTHENTICATED" in finding["evidence"]["raylet"]
