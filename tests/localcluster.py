@@ -57,6 +57,12 @@ class Node:
     log: Path | None = None
 
 
+# The loopback addresses of this process's clusters: 127.0.0.x, or under `make test`'s second
+# worker 127.0.20.x. Two clusters on one IP at once would hand their workers the same ports
+# (each raylet gives out Ray's default worker ports, 10002 up, in order).
+_LANE = 20 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+
+
 def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
     """`count` distinct free TCP ports on loopback, never Ray's defaults nor any in `taken`.
 
@@ -176,7 +182,7 @@ class LocalCluster:
 
     # -- addresses and environment for clients of this cluster ---------------------------
     def node_ip(self, index: int) -> str:
-        return self.specs[index].ip or f"127.0.0.{10 + index}"
+        return self.specs[index].ip or f"127.0.{_LANE}.{10 + index}"
 
     @property
     def client_prefix(self) -> list[str]:

@@ -61,7 +61,7 @@ def test_rld201_names_exactly_the_delayed_node(delayed_cluster, report):
     assert finding["severity"] == "fail"
     assert finding["evidence"]["over_baseline_ms"] > 20
     assert finding["evidence"]["zone"] == "zone-b"
-    assert finding["evidence"]["ip"] == "127.0.0.12"
+    assert finding["evidence"]["ip"] == delayed_cluster.node_ip(2)
     assert finding["evidence"]["baseline_p50_ms"] < finding["evidence"]["p50_ms"]
     # It was measured again, interleaved with the baseline, and stayed slow.
     assert finding["evidence"]["remeasured"] is True

@@ -27,11 +27,12 @@ def folder(tmp_path_factory):
         dead_node = cluster.nodes[2].node_id
         healthy = {n.node_id for n in cluster.nodes[:2]}
         gather(cluster, into)
-    return into, dead_node, healthy
+        dead_ip = cluster.node_ip(2)
+    return into, dead_node, healthy, dead_ip
 
 
 def test_check_from_the_gathered_folder_names_the_job_and_the_dead_node(folder):
-    into, dead_node, healthy = folder
+    into, dead_node, healthy, dead_ip = folder
     assert sorted(p.name for p in into.iterdir()) == ["node0", "node1", "node2"]
     out = run_rldoctor("check", "--from", str(into), "--format", "json")
     assert out.code == 1, out
@@ -40,7 +41,7 @@ def test_check_from_the_gathered_folder_names_the_job_and_the_dead_node(folder):
     assert [f["subject"] for f in out.findings("RLD101")] == [f"node:{dead_node}"]
     jobs = out.findings("RLD405")
     assert [f["subject"] for f in jobs] == [f"job:{SUBMISSION}"], out
-    assert f"node {dead_node[:12]} (127.0.0.12) died" in jobs[0]["message"]
+    assert f"node {dead_node[:12]} ({dead_ip}) died" in jobs[0]["message"]
     assert jobs[0]["evidence"]["node"]["node_id"] == dead_node
     named = " ".join(f["subject"] + f["message"] for f in report["findings"])
     assert not any(node in named for node in healthy), report["findings"]
@@ -49,7 +50,7 @@ def test_check_from_the_gathered_folder_names_the_job_and_the_dead_node(folder):
 
 
 def test_a_bundle_made_from_the_logs_reads_back_with_the_same_findings(folder, tmp_path):
-    into, dead_node, _ = folder
+    into, dead_node, _, _ = folder
     bundle = tmp_path / "incident.tar.gz"
     made = run_rldoctor("collect", "--bundle", str(bundle), "--from", str(into))
     assert made.code == 0, made

@@ -1,6 +1,6 @@
 """End to end: a real cluster with token authentication off and its dashboard on 0.0.0.0.
 
-Two nodes on this machine (head 127.0.0.10, worker 127.0.0.11) share one network
+Two nodes on this machine (head 127.0.0.10, worker 127.0.0.11, or their lane's) share one network
 namespace with every other test cluster running here, so the socket table each probe
 reads holds other clusters' ports too: the findings must name only this cluster's
 processes, and the head's GCS and dashboard only on the head. (The token cluster on
@@ -51,9 +51,9 @@ def test_auth_off_head_with_dashboard_on_every_interface_fails_701_and_702(expos
     assert on_head["severity"] == "fail"
     assert f"dashboard 0.0.0.0:{exposed.dashboard_port} (python dashboard.py" in on_head["message"]
     assert f"GCS [::]:{exposed.gcs_port} (gcs_server" in on_head["message"]
-    assert "node " + head[:12] + " (127.0.0.10, head)" in on_head["message"]
+    assert "node " + head[:12] + f" ({exposed.node_ip(0)}, head)" in on_head["message"]
     on_worker = found[f"node:{worker}"]
-    assert on_worker["severity"] == "fail" and "(127.0.0.11)" in on_worker["message"]
+    assert on_worker["severity"] == "fail" and f"({exposed.node_ip(1)})" in on_worker["message"]
     assert not {e["kind"] for e in on_worker["evidence"]["endpoints"]} & {"dashboard", "gcs"}
 
     # Every port named belongs to a process this cluster started, found by its own pid.
