@@ -10,11 +10,13 @@ where and when a test runs is here, applied by conftest.py at collection:
 - **Long units first** (`LONG_FIRST`, the slowest modules of the last measured run, slowest
   first): the two workers then end close together instead of one waiting on a long module
   picked up last. A module not listed runs after them, in file order.
-- **Timing-sensitive tests run alone** (`@pytest.mark.serial`, or a module's
-  `pytestmark`): while one runs, the other worker waits between its tests (a file lock,
-  shared by every other test, exclusive for these). A test that bounds a time, compares two
-  measured times or measures the host (latency, throughput, memory growth) is serial; one
-  whose bound is far from what it measures (a 15 s bound on a 3 s exit) is not.
+- **Timing-sensitive tests run alone** (`@pytest.mark.serial`): while one runs, the other
+  worker waits between its tests (a file lock, shared by every other test, exclusive for
+  these). A module whose `pytestmark` has `serial` runs alone as a whole, from its first
+  test's setup to its last one's teardown: what its module fixture measured (a healthy
+  check's time, the host's memory) holds for all of its tests. A test that bounds a time,
+  compares two measured times or measures the host (latency, throughput, memory growth) is
+  serial; one whose bound is far from what it measures (a 15 s bound on a 3 s exit) is not.
 
 Adding a module: nothing to do for a unit test. A module that starts clusters is found by its
 `cluster` mark; put it in `LONG_FIRST` if it takes more than about 30 s (see `--durations`
@@ -85,30 +87,54 @@ def pytest_collection_modifyitems(config, items) -> None:
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 
 
+# A serial module's hold on the lock, kept from its first test to its last: {"module", "lock"}
+_MODULE_HOLD: dict = {}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under `make test`'s workers: a serial test (setup, call and teardown) runs alone, every
-    other test beside at most one more. A run with no workers takes no lock.
-
-    Two lock files in the run's own temp root: `tests.lock`, shared by every test and exclusive
-    for a serial one, and `turnstile.lock`, which a serial test holds while it waits so that no
-    new test slips in ahead of it."""
+    """Under `make test`'s workers: a serial test (setup, call and teardown) runs alone, and a
+    serial module (`pytestmark`) alone from its first test's setup to its last's teardown
+    (what its module fixture measured stays true); every other test runs beside at most one
+    more. A run with no workers takes no lock."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
+    module = item.module.__name__
+    whole = _serial_module(item.module)
+    if whole and _MODULE_HOLD.get("module") == module:
+        held = _MODULE_HOLD.pop("lock")
+    else:
+        held = _take(item.config._tmp_path_factory.getbasetemp().parent,  # the run's own
+                     exclusive=whole or item.get_closest_marker("serial") is not None)
+    try:
+        yield
+    finally:
+        if whole and nextitem is not None and nextitem.module is item.module:
+            _MODULE_HOLD.update(module=module, lock=held)
+        else:
+            _MODULE_HOLD.clear()
+            for f in held:
+                f.close()  # closing a file releases its lock
+
+
+def _serial_module(module) -> bool:
+    marks = getattr(module, "pytestmark", [])
+    return any(mark.name == "serial" for mark in (marks if isinstance(marks, list) else [marks]))
+
+
+def _take(root: Path, exclusive: bool) -> tuple:
+    """The run's lock, shared or exclusive. Two files in the run's temp root: `tests.lock`, and
+    `turnstile.lock`, which an exclusive taker holds while it waits so that no new test slips
+    in ahead of it."""
     import fcntl
 
-    root = item.config._tmp_path_factory.getbasetemp().parent  # shared by the run's workers
-    serial = item.get_closest_marker("serial") is not None
-    with open(root / "turnstile.lock", "a") as turnstile, open(root / "tests.lock", "a") as lock:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        if serial:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        else:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-            fcntl.flock(lock, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    turnstile, lock = open(root / "turnstile.lock", "a"), open(root / "tests.lock", "a")
+    fcntl.flock(turnstile, fcntl.LOCK_EX)
+    if exclusive:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+    else:
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        fcntl.flock(lock, fcntl.LOCK_SH)
+    return turnstile, lock

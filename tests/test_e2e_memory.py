@@ -13,7 +13,8 @@ from conftest import check_json, wait_for_findings
 from faults import hoard_objects
 from localcluster import LocalCluster, NodeSpec
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster,
+              pytest.mark.serial]  # its threshold is the host's memory now + 6 % (tests/suite_plan.py)
 
 
 def host_memory_used() -> float:

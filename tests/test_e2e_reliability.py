@@ -38,20 +38,21 @@ def leftovers(cluster: LocalCluster) -> dict:
     return json.loads(out)
 
 
-def probes_running() -> bool:
-    """Is any rldoctor probe actor's worker process up on this machine? (cheap, for polling)"""
+def probes_running(cluster: LocalCluster) -> bool:
+    """Is any rldoctor probe actor's worker process of `cluster` up? (cheap, for polling)"""
     for pid in os.listdir("/proc"):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().startswith(b"ray::NodeProbe"):
+                if f.read().startswith(b"ray::NodeProbe") and cluster.owns(int(pid)):
                     return True
         except OSError:
             continue
     return False
 
 
-def ray_workers() -> set[int]:
-    """Pids of Ray worker processes on this machine, from their start (cheap, for polling)."""
+def ray_workers(cluster: LocalCluster) -> set[int]:
+    """Pids of `cluster`'s Ray worker processes, from their start (cheap, for polling; the
+    suite runs other clusters beside this one)."""
     found = set()
     for pid in os.listdir("/proc"):
         try:
@@ -59,27 +60,28 @@ def ray_workers() -> set[int]:
                 cmdline = f.read()
         except OSError:
             continue
-        if cmdline.startswith(b"ray::") or b"default_worker.py" in cmdline:
+        if (cmdline.startswith(b"ray::") or b"default_worker.py" in cmdline) \
+                and cluster.owns(int(pid)):
             found.add(int(pid))
     return found
 
 
-def wait_for_probe_workers(proc, before: set[int], timeout_s: float = 30) -> bool:
+def wait_for_probe_workers(cluster, proc, before: set[int], timeout_s: float = 30) -> bool:
     """Until a Ray worker that was not there before `proc` started is up: the probes' workers
     start about 0.5 s into a check that lasts about 2.5 s here, where the probe actors'
     own titles (wait_for_probes) show up in its last few tenths of a second."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
-        if ray_workers() - before:
+        if ray_workers(cluster) - before:
             return True
         time.sleep(0.02)
     return False
 
 
-def wait_for_probes(proc, timeout_s: float = 30) -> bool:
+def wait_for_probes(cluster, proc, timeout_s: float = 30) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
-        if probes_running():
+        if probes_running(cluster):
             return True
         time.sleep(0.05)
     return False
@@ -116,14 +118,14 @@ def test_two_runs_at_once_do_not_see_each_other(cluster):
 
 
 def test_sigint_mid_probe_exits_cleanly_and_leaves_nothing(cluster):
-    before = ray_workers()
+    before = ray_workers(cluster)
     proc = subprocess.Popen([RLDOCTOR, "check", "--address", cluster.address],
                             env=cluster.client_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
-    assert wait_for_probe_workers(proc, before), "rldoctor's probes never showed up"
+    assert wait_for_probe_workers(cluster, proc, before), "rldoctor's probes never showed up"
     # The probes' workers are paused as they start, so the Ctrl-C surely comes while the
     # check waits for them, however fast this host is today; they go on right after it.
-    with frozen([pid for pid in ray_workers() - before if cluster.owns(pid)]):
+    with frozen(list(ray_workers(cluster) - before)):
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.3)
@@ -174,7 +176,7 @@ def test_node_killed_while_probing_is_reported_without_hanging(cluster):
                             env=cluster.client_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
-    assert wait_for_probes(proc), "rldoctor's probes never showed up"
+    assert wait_for_probes(cluster, proc), "rldoctor's probes never showed up"
     cluster.kill_node(2)
     stdout, stderr = proc.communicate(timeout=60)
     elapsed = time.monotonic() - started

@@ -34,46 +34,76 @@ def _ran(name, seconds):
 
 
 def _suite(tmp_path: Path) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "ran.log"
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
     # test_one keeps a worker busy while the other runs test_three, then test_two, whose
-    # serial test would fall in the middle of test_one without the lock
+    # serial test would fall in the middle of test_one without the lock, then test_whole, a
+    # serial module, between whose tests one of test_one's would run without its hold
     tests = {
-        "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcde"],
+        "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcdefghij"],
         "test_two": ["@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n",
                      "def test_two_a():\n    _ran('two_a', 0.6)\n"],
         "test_three": ["def test_three_a():\n    _ran('three_a', 0.6)\n",
                        "def test_three_b():\n    _ran('three_b', 0.6)\n"],
+        "test_whole": ["pytestmark = pytest.mark.serial\n"]
+        + [f"def test_whole_{i}():\n    _ran('whole_{i}', 0.3)\n" for i in "abcd"],
     }
     for module, bodies in tests.items():
         (suite / f"{module}.py").write_text(MODULE.format(log=str(log), tests="\n\n".join(bodies)))
     return suite
 
 
-def test_two_workers_keep_modules_whole_and_run_a_serial_test_alone(tmp_path):
+def _run_suite(tmp_path: Path) -> dict:
+    """The small suite run by two workers: {test: (worker, start, end)}."""
     suite = _suite(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", str(suite)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
+                           "-q", str(suite)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     spans = {}
     for line in (tmp_path / "ran.log").read_text().splitlines():
         name, worker, start, end = line.split()
         spans[name] = (worker, float(start), float(end))
-    assert len(spans) == 9, spans
+    assert len(spans) == 18, spans
+    return spans
+
+
+def _within_the_others_work(spans: dict, first: str, last: str) -> bool:
+    """Whether the other worker ran a test that started before `first` and one that ended after
+    `last`: had it not waited, one of its tests would have run beside them."""
+    worker, start, end = spans[first][0], spans[first][1], spans[last][2]
+    others = [span for span in spans.values() if span[0] != worker]
+    return any(s < start for _, s, _ in others) and any(e > end for _, _, e in others)
+
+
+def test_two_workers_keep_modules_whole_and_run_serial_tests_and_modules_alone(tmp_path):
+    # The workers take units as they free up: run until the serial test and module each fell
+    # inside the other worker's run (nearly always the first time)
+    for attempt in range(4):
+        spans = _run_suite(tmp_path / str(attempt))
+        if _within_the_others_work(spans, "two_timed", "two_timed") \
+                and _within_the_others_work(spans, "whole_a", "whole_d"):
+            break
+    else:
+        raise AssertionError(f"the serial test or module never fell inside the other's run: {spans}")
 
     def overlap(a, b):
         return spans[a][1] < spans[b][2] and spans[b][1] < spans[a][2]
 
     # each module on one worker
-    for module in ("one", "two", "three"):
+    for module in ("one", "two", "three", "whole"):
         assert len({w for n, (w, _, _) in spans.items() if n.startswith(module)}) == 1, spans
     # two at a time: some tests of different modules overlapped
     assert any(overlap(a, b) for a in spans for b in spans
                if a.split("_")[0] != b.split("_")[0]), spans
     # the serial test alone
     assert not any(overlap("two_timed", other) for other in spans if other != "two_timed"), spans
+    # the serial module alone from its first test to its last
+    spans["whole"] = ("", spans["whole_a"][1], spans["whole_d"][2])
+    assert not any(overlap("whole", other) for other in spans if not other.startswith("whole")), spans
 
 
 def test_units_listed_as_long_run_first_and_shared_modules_stay_together(monkeypatch):
