@@ -244,7 +244,7 @@ SHIPPED_SHARED = {"rldoctor", "rldoctor.auth_token", "rldoctor.errors", "rldocto
 CLIENT_PREFIXES = ("rldoctor.checks", "rldoctor.report", "rldoctor.engine", "rldoctor.commands",
                    "rldoctor.dashboard", "rldoctor.watch", "rldoctor.lint", "rldoctor.inputs",
                    "rldoctor.bundle.assemble", "rldoctor.bundle.build", "rldoctor.bundle.obfuscate",
-                   "rldoctor.bundle.evidence", "rldoctor.cli", "rldoctor.registry", "rldoctor.runner",
+                   "rldoctor.bundle.evidence", "rldoctor.bundle.target", "rldoctor.safe_write", "rldoctor.cli", "rldoctor.registry", "rldoctor.runner",
                    "rldoctor.diagnose", "rldoctor.muting", "rldoctor.docs", "rldoctor.output",
                    "rldoctor.acquire", "rldoctor.cache",
                    # reading a snapshot file or a bundle is the client's, writing one is not

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
 
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
@@ -51,13 +50,13 @@ class Obfuscator:
                 "hosts": {fake: real for real, fake in self.hosts.items()}}
 
     def write_map(self, path: str) -> None:
-        """The map, in a file only its owner can read (0600, whatever the umask)."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, (json.dumps(self.mapping(), indent=2, sort_keys=True) + "\n").encode())
-        finally:
-            os.close(fd)
+        """The map, in a file only its owner can read (0600, whatever the umask), by temp file
+        and rename: never through a link at `path` (rldoctor.safe_write)."""
+        from rldoctor.errors import Undiagnosable
+        from rldoctor.safe_write import PRIVATE, write_file
+
+        write_file(path, json.dumps(self.mapping(), indent=2, sort_keys=True) + "\n",
+                   what="the obfuscation map", mode=PRIVATE, error=Undiagnosable)
 
 
 def map_path(bundle_path: str) -> str:
