@@ -64,7 +64,8 @@ _BENIGN_KEYS = {"keys", "filterkeys", "sortkeys", "sortkey", "primarykey", "fore
 # Values that are settings, not secrets: never masked in text, never learned.
 _PLAIN_VALUES = {"", "true", "false", "none", "null", "nil", "yes", "no", "on", "off", "enabled",
                  "disabled", "token", "tokens", "required", "optional", "default", "unknown",
-                 "bearer", "basic", "digest", "negotiate", "ntlm", MASK.lower()}
+                 "bearer", "basic", "digest", "negotiate", "ntlm", "apikey", "bot", "ssws", "oauth",
+                 "jwt", "hawk", "aws4-hmac-sha256", MASK.lower()}
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 _KEY_CHARS = r"[A-Za-z0-9_.\-]"

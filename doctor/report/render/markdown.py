@@ -14,6 +14,7 @@ import json
 import re
 
 from rldoctor.model import Report
+from rldoctor.redact import redact
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
                                          source_line, summary_line, timeline_headline)
 from rldoctor.report.timeline import when
@@ -23,8 +24,9 @@ _ACTIVE = re.compile(r"([\\`<>\[\]|])")
 
 
 def _cell(text: str) -> str:
-    """`text` on one line, inert: Markdown's and HTML's active characters escaped."""
-    return _ACTIVE.sub(r"\\\1", str(text).replace("\r", " ").replace("\n", " "))
+    """`text` redacted (before the escapes could hide a secret's shape), on one line, inert:
+    Markdown's and HTML's active characters escaped."""
+    return _ACTIVE.sub(r"\\\1", redact(str(text)).replace("\r", " ").replace("\n", " "))
 
 
 def _fence(text: str, least: int = 1) -> str:
@@ -36,7 +38,7 @@ def _fence(text: str, least: int = 1) -> str:
 def _code(text: str, table: bool = False) -> str:
     """`text` as a code span (shown as it is, never acted on), on one line; in a table
     row, `|` escaped too (a table splits its cells before it reads code spans)."""
-    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = redact(str(text)).replace("\r", " ").replace("\n", " ")
     if table:
         text = text.replace("|", "\\|")
     fence = _fence(text)
@@ -52,7 +54,7 @@ def _finding(f) -> list[str]:
     if f.fix:
         out += [f"**Fix:** {_cell(f.fix)}", ""]
     if f.evidence:
-        evidence = json.dumps(f.evidence, indent=2, default=str)
+        evidence = redact(json.dumps(f.evidence, indent=2, default=str))  # as --format json has it
         fence = _fence(evidence, least=3)
         out += ["<details><summary>evidence</summary>", "", f"{fence}json", evidence, fence, "",
                 "</details>", ""]
