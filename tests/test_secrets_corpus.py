@@ -17,7 +17,7 @@ import tarfile
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
-from rldoctor.redact import MASK, SHAPES, Redactor, redact
+from rldoctor.redact import MASK, Redactor, redact
 
 CORPUS = json.loads((FIXTURES / "secrets" / "corpus.json").read_text(encoding="utf-8"))
 CANARIES = CORPUS["canaries"]
@@ -63,7 +63,7 @@ def test_the_redactor_masks_each_entry_as_text_and_as_data(entry):
 
 
 def test_every_shape_of_the_table_is_documented_and_counted():
-    from rldoctor.redact import REDACTION_KINDS
+    from rldoctor.redact import REDACTION_KINDS, SHAPES
 
     for shape in SHAPES:
         assert shape.what and shape.kind in REDACTION_KINDS, shape
