@@ -122,8 +122,9 @@ def _env_name_judge(match) -> bool:
         and not _plain(match.group("val"))
 
 
-_LOGIN = re.compile(r"(?:^|\s)(?:-u|-U|--user|--username|--login)(?:[\s=]|$)|\b(?:sshpass|mysql|"
-                    r"mysqldump|mariadb|psql|pg_dump|mongo|mongosh|redis-cli|smbclient)\b")
+# a command that logs in (not `python -u train.py -p config.yaml`: Python's -u is no user name)
+_LOGIN = re.compile(r"(?:^|\s)--(?:user|username|login)(?:[\s=]|$)|\b(?:sshpass|mysql|mysqldump|"
+                    r"mariadb|psql|pg_dump|mongo|mongosh|redis-cli|smbclient)\b")
 
 
 def _short_password_judge(match) -> bool:
@@ -136,8 +137,10 @@ def _short_password_judge(match) -> bool:
 
 def _aws_secret_judge(match) -> bool:
     """A run of exactly 40 (not a longer base64 blob: no `=` padding after it) of mixed case
-    and digits (a Ray id or a git hash is lower-case hex)."""
+    and digits (a Ray id or a git hash is lower-case hex), not a path."""
     value = match.group(0)
+    if value.count("/") >= 4:  # a path (a random key holds 4 slashes once in 250)
+        return False
     return len(value) == 40 and match.string[match.end():match.end() + 1] != "=" \
         and bool(re.search("[a-z]", value) and re.search("[A-Z]", value) and re.search("[0-9]", value))
 

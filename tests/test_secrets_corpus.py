@@ -198,6 +198,8 @@ ORDINARY = [
     "--address 10.0.0.5:6379 and http://127.0.0.1:8265",
     "/etc/passwd:1: not valid TOML: Expected '=' after a key",
     "ray start --head --port 6379 -p 8080 --auth-mode token",
+    "python -u train.py -p configs/ppo.yaml --stop-iters 20",
+    "restored from /mnt/ckpt/PPO2026/Run7Trial/Checkpoint42 in 3 s",
     "the token is 3",
     "WANDB_API_KEY is not set: runs are not logged",
     "RAY_AUTH_TOKEN_PATH /home/ray/.ray/auth_token",
