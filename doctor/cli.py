@@ -165,8 +165,8 @@ def _exit(code: int) -> None:
 @click.option("--max-size", type=click.FloatRange(min=0.1), default=50.0, show_default=True,
               metavar="MB", help="--bundle: size cap; the largest logs are cut from the front to fit.")
 @click.option("--obfuscate", is_flag=True, help="--bundle: also replace IP addresses and host "
-              "names, consistently; the map goes to FILE.tar.gz.obfuscation-map.json (mode 0600), "
-              "never into the bundle.")
+              "names (the nodes', this machine's, any a URL names), consistently; the map goes "
+              "to FILE.tar.gz.obfuscation-map.json (mode 0600), never into the bundle.")
 @IGNORE_OPTION
 @CONFIG_OPTION
 def collect(output, bundle, address, from_dir, timeout, force, max_size, obfuscate, ignores, config):

@@ -1,5 +1,5 @@
-"""Which install of rldoctor this is: the client only (`pip install rldoctor`) or with the
-cluster extra (`pip install 'rldoctor[cluster]'`: Ray, torch, gymnasium, psutil, py-spy,
+"""Which install of rldoctor this is: the client only (`pip install rldoctor-ray`) or with the
+cluster extra (`pip install 'rldoctor-ray[cluster]'`: Ray, torch, gymnasium, psutil, py-spy,
 matplotlib).
 
 The client does everything that needs no Ray on this machine: the dashboard address
@@ -18,7 +18,11 @@ import re
 
 from rldoctor.errors import UsageError
 
-CLUSTER_EXTRA = "pip install 'rldoctor[cluster]'"
+# The distribution's name on the package index (`rldoctor` there is an unrelated project); the
+# command and the import package stay `rldoctor`. tests/test_install_name.py keeps pyproject.toml,
+# the README's install lines and this in step.
+DISTRIBUTION = "rldoctor-ray"
+CLUSTER_EXTRA = f"pip install '{DISTRIBUTION}[cluster]'"
 CLIENT_ONLY = "none: client only"
 NO_RAY_HERE = "Ray is not installed here (the client-only rldoctor)"  # how notes begin
 USE_DASHBOARD = ("give the head's dashboard instead, --address http://HEAD:8265 (e.g. through "
@@ -39,10 +43,23 @@ def ray_version() -> str | None:
     return found.group(1) if found else "unknown"
 
 
+def installed_version() -> str | None:
+    """The version pip installed under DISTRIBUTION; None when run from a checkout without one."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def version_text(version: str) -> str:
-    """`rldoctor --version`: rldoctor's version, the Ray it has, and Python."""
+    """`rldoctor --version`: rldoctor's version (and the package it was installed as), the Ray
+    it has, and Python."""
     ray = ray_version() or CLIENT_ONLY
-    return (f"rldoctor {version}\nray {ray}\n"
+    installed = installed_version()
+    package = f" (package {DISTRIBUTION} {installed})" if installed else ""
+    return (f"rldoctor {version}{package}\nray {ray}\n"
             f"python {platform.python_version()} ({platform.python_implementation()})")
 
 

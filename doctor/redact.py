@@ -6,29 +6,32 @@ purpose; `redact(text)` is the last line of defence for text that passes through
 (error messages, environment dumps, reports).
 
 `Redactor` is the full net, for text and for nested data, used by the incident
-bundle before anything is written. It masks, and counts (never keeping the values):
+bundle before anything is written, and by `redact` for every report and snapshot. It
+masks, and counts (never keeping the values):
 - the cluster's auth token, wherever it appears;
 - every value of `env_vars` (runtime_env of jobs, actors, tasks; also inside the
   JSON strings Ray serializes runtime envs to, and echoed in log lines);
 - values of secret-looking keys (key, token, secret, password, credential, auth;
-  case-insensitive; at any depth), in data and in text (`key=value`, `key: value`,
-  `"key": "value"`, `--key value`), and `Authorization: Bearer ...` headers;
-- credentials in URLs (`scheme://user:password@host`), private key blocks, AWS key ids;
+  case-insensitive; at any depth) in data;
+- in text, the shapes of SHAPES, one table shared by reports, bundles and notes:
+  `key=value`, `key: value`, `"key": "value"`, `--key value`, `API_KEY value`, `-p PASSWORD`
+  beside a user name, `Authorization:` headers of any scheme (Bearer, Basic, token, ...),
+  credentials in URLs (`scheme://user:password@host`, `?sig=`, `&X-Amz-Signature=`, ...),
+  tokens of well-known shapes (`hf_`, `sk-`, `ghp_`, `github_pat_`, `xoxb-`, Slack and Discord
+  webhook paths, JWTs, ...), AWS key ids and secret keys, private key blocks;
 - any value it masked once, wherever it appears again (a key from env_vars echoed in a log);
 - Tune configs (`tune_row`): every value except a short allow-list of training settings.
 """
 
 from __future__ import annotations
 
-import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from rldoctor.auth_token import every_token
 
 MASK = "***redacted***"
-_TOKENISH_KEYS = re.compile(r"(RAY_AUTH_TOKEN|authorization|bearer)(\W{1,4})([A-Za-z0-9._\-]{8,})",
-                            re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)
@@ -56,37 +59,177 @@ _BENIGN_WORDS = {"monkey", "donkey", "turkey", "keyboard", "keystroke", "keyword
                  "tokenize", "tokenized", "keyed"}
 # Whole keys (separators dropped) that name keys of a table, not secrets: Ray's own
 # `filter_keys=` query parameter, JSON's `sort_keys`, ...
-_BENIGN_KEYS = {"filterkeys", "sortkeys", "sortkey", "primarykey", "foreignkey", "partitionkey",
+_BENIGN_KEYS = {"keys", "filterkeys", "sortkeys", "sortkey", "primarykey", "foreignkey", "partitionkey",
                 "groupkey", "groupkeys", "dictkeys", "subscriptionkeys", "keyfunc", "cachekey"}
 # Values that are settings, not secrets: never masked in text, never learned.
 _PLAIN_VALUES = {"", "true", "false", "none", "null", "nil", "yes", "no", "on", "off", "enabled",
                  "disabled", "token", "tokens", "required", "optional", "default", "unknown",
-                 "bearer", "basic", MASK.lower()}
+                 "bearer", "basic", "digest", "negotiate", "ntlm", "apikey", "bot", "ssws", "oauth",
+                 "jwt", "hawk", "aws4-hmac-sha256", MASK.lower()}
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 _KEY_CHARS = r"[A-Za-z0-9_.\-]"
-_KV = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<key>" + _KEY_CHARS + r"*?(?:key|token|secret|passw|credential|auth)"
-    + _KEY_CHARS + r"*)(?P<close>\\?[\"'])?(?P<sep>[ \t]*[:=][ \t]*)"
-    r"(?P<val>\\\"(?:[^\\\n]|\\[^\"\n])*?\\\"|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'{}\[\])<>][^\s,;&\"'}\])<>]*)",
-    re.IGNORECASE)
-_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?P<key>--?[A-Za-z0-9_\-]*(?:key|token|secret|passw|credential|auth)"
-    r"[A-Za-z0-9_\-]*)(?P<sep>[ \t]+)(?P<val>[^\s\-][^\s]*)", re.IGNORECASE)
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<cred>[^\s/@\"'<>]+)@")
-_HEADER = re.compile(r"\b(?P<scheme>Bearer|Basic)(?P<sep>\s+)(?P<val>[A-Za-z0-9._~+/=\-]{8,})")
 _ENV_BLOCK = re.compile(r"(?P<head>env_vars\\?[\"']?\s*[:=]\s*)\{(?P<body>[^{}]*)\}", re.IGNORECASE)
 _ENV_PAIR = re.compile(r"(?P<k>\\?[\"'][^\"'\\]*\\?[\"']\s*:\s*)(?P<q>\\?[\"'])(?P<v>.*?)(?P=q)")
+_SECRET_WORDS = ("key", "token", "secret", "passw", "credential", "auth")
+
+
+# -- the shapes of secrets in text: one table, as data -----------------------------------------
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape of secret in text. `pattern`'s group `val` is masked (its quotes kept), or the
+    whole match when it has none; `judge(match)` may keep a match as it is (prose, settings).
+    A line is matched only when it holds one of `triggers` (lower case; () for every line):
+    the substring test is cheap, the regular expression is not."""
+
+    kind: str  # what Redactor.counts counts it under
+    triggers: tuple[str, ...]
+    pattern: re.Pattern
+    judge: object = None
+    what: str = ""  # for people: what it catches
+    replace: object = None  # (redactor, match) -> text, for a shape that masks more than `val`
+
+
+def _plain(value: str) -> bool:
+    """A setting or a word, not a secret: `true`, `none`, `Bearer`, `***redacted***`, ..."""
+    value = value.replace('\\"', "").strip("\"'").strip()
+    return value.lower() in _PLAIN_VALUES or MASK in value
+
+
+def _random_looking(value: str) -> bool:
+    """Long enough and mixed enough to be a credential rather than a word of a message."""
+    value = value.strip("\"'")
+    classes = sum(bool(re.search(c, value)) for c in ("[a-z]", "[A-Z]", "[0-9]", r"[^A-Za-z0-9]"))
+    return (len(value) >= 8 and classes >= 2) or len(value) >= 24
+
+
+def _key_value_judge(match) -> bool:
+    key, raw = match.group("key"), match.group("val")
+    value = raw.replace('\\"', "").strip("\"'")
+    return is_secret_key(key) and not _plain(value) \
+        and not (value.isdigit() and len(value) < 4) \
+        and not (value.isalpha() and value.islower() and len(value) <= 3)  # prose: "token: it"
+
+
+def _header_judge(match) -> bool:
+    value = match.group("val")
+    return len(value) >= 6 and not _plain(value)
+
+
+def _env_name_judge(match) -> bool:
+    return is_secret_key(match.group("key")) and _random_looking(match.group("val")) \
+        and not _plain(match.group("val"))
+
+
+# a command that logs in (not `python -u train.py -p config.yaml`: Python's -u is no user name)
+_LOGIN = re.compile(r"(?:^|\s)--(?:user|username|login)(?:[\s=]|$)|\b(?:sshpass|mysql|mysqldump|"
+                    r"mariadb|psql|pg_dump|mongo|mongosh|redis-cli|smbclient)\b")
+
+
+def _short_password_judge(match) -> bool:
+    """`-p X`: a password beside a user name (`mysql -u root -p X`), not a port (`-p 8080`)."""
+    value = match.group("val")
+    if match.group("key"):  # --pass X, --pw X: a password wherever it stands
+        return not _plain(value)
+    return bool(_LOGIN.search(match.string)) and not value.isdigit() and not _plain(value)
+
+
+def _aws_secret_judge(match) -> bool:
+    """A run of exactly 40 (not a longer base64 blob: no `=` padding after it) of mixed case
+    and digits (a Ray id or a git hash is lower-case hex), not a path."""
+    value = match.group(0)
+    if value.count("/") >= 4:  # a path (a random key holds 4 slashes once in 250)
+        return False
+    return len(value) == 40 and match.string[match.end():match.end() + 1] != "=" \
+        and bool(re.search("[a-z]", value) and re.search("[A-Z]", value) and re.search("[0-9]", value))
+
+
+def _not_masked(match) -> bool:
+    return MASK not in match.group("val")
+
+
+_VALUE = r"(?P<val>\\\"(?:[^\\\n]|\\[^\"\n])*?\\\"|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'{}\[\])<>][^\s,;&\"'}\])<>]*)"
+_I = re.IGNORECASE
+
+SHAPES: tuple[Shape, ...] = (
+    Shape("url_credentials", ("://",), re.compile(
+        r"\b[A-Za-z][A-Za-z0-9+.\-]*://(?P<val>[^\s/@\"'<>]+)@"), _not_masked,
+        "a user and password in a URL: scheme://user:password@host"),
+    Shape("env_vars", ("env_vars",), _ENV_BLOCK, None,
+          "every value of a runtime env's env_vars echoed in text",
+          replace=lambda redactor, match: redactor._env_block(match)),
+    Shape("url_credentials", ("?", "&"),
+          re.compile(r"[?&;](?P<key>sig|signature|x-amz-signature|x-amz-credential|"
+                     r"x-amz-security-token|x-goog-signature|x-goog-credential|sas|code|pwd|pass|"
+                     r"passwd|password|token|access_token|id_token|refresh_token|api_key|apikey|"
+                     r"key|secret|client_secret)=(?P<val>[^&\s\"'#<>]+)", _I), _not_masked,
+          "a credential in a URL's query: ?sig= (Azure SAS), &X-Amz-Signature=, ?token=, ..."),
+    Shape("authorization_headers", ("digest",), re.compile(
+        r"\bDigest[ \t]+(?P<val>(?:username|realm|nonce|uri|response|opaque|qop|nc|cnonce|algorithm)"
+        r"=[^\n]*)", _I), _not_masked, "an Authorization header's Digest parameters: the rest of the line"),
+    Shape("authorization_headers", ("auth",), re.compile(
+        r"\b(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[ \t]*"
+        r"(?:(?P<scheme>Bearer|Basic|token|Negotiate|NTLM|Bot|SSWS|ApiKey|Key|AWS4-HMAC-SHA256|"
+        r"AWS|OAuth|JWT|Hawk)[ \t]+)?(?P<val>[^\s\"'\\,;]+(?:,[ \t]*[A-Za-z]+=[^\s\"'\\,;]+)*)", _I),
+          _header_judge, "an Authorization header, any scheme: Bearer, Basic, token, Digest, ..."),
+    Shape("authorization_headers", ("bearer", "basic"), re.compile(
+        r"\b(?:Bearer|Basic)[ \t]+(?P<val>[A-Za-z0-9._~+/=\-]{8,})"), _header_judge,
+          "Bearer or Basic credentials without the header's name"),
+    Shape("token_shapes", ("hf_",), re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}"), None,
+          "a Hugging Face token: hf_..."),
+    Shape("token_shapes", ("sk-", "k_live_", "k_test_"), re.compile(
+        r"(?<![A-Za-z0-9])(?:sk-(?:proj-|ant-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}|"
+        r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,})"), None,
+          "an OpenAI, Anthropic or Stripe key: sk-..., sk-proj-..., sk_live_..."),
+    Shape("token_shapes", ("gh",), re.compile(
+        r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), None,
+          "a GitHub token: ghp_, gho_, ghu_, ghs_, ghr_, github_pat_"),
+    Shape("token_shapes", ("xox", "xapp-"), re.compile(
+        r"(?<![A-Za-z0-9])(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,})"), None,
+          "a Slack token: xoxb-, xoxp-, xapp-"),
+    Shape("token_shapes", ("hooks.slack", "webhooks"), re.compile(
+        r"(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)"
+        r"/(?P<val>[A-Za-z0-9_/\-]+)", _I), _not_masked,
+          "a Slack or Discord webhook's path: hooks.slack.com/services/..."),
+    Shape("token_shapes", ("glpat-", "aiza", "npm_", "pypi-", "eyj"), re.compile(
+        r"(?<![A-Za-z0-9])(?:glpat-[A-Za-z0-9_\-]{20,}|AIza[0-9A-Za-z_\-]{35}|npm_[A-Za-z0-9]{36}|"
+        r"pypi-[A-Za-z0-9_\-]{40,}|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"),
+          None, "a GitLab, Google API, npm or PyPI token, a JWT"),
+    Shape("aws_key_ids", ("akia", "asia"), re.compile(
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), None,
+          "an AWS access key id: AKIA..., ASIA..."),
+    Shape("aws_secret_keys", (), re.compile(r"[A-Za-z0-9/+]{40,}"),  # whole runs: one pass
+          _aws_secret_judge, "an AWS secret access key: 40 characters of mixed case and digits, "
+          "wherever it stands (beside its key id, after a plain word)"),
+    Shape("secret_keys_in_text", _SECRET_WORDS, re.compile(
+        r"(?<![A-Za-z0-9_.\-/])(?P<key>" + _KEY_CHARS + r"*?(?:key|token|secret|passw|credential|auth)"
+        + _KEY_CHARS + r"*)(?P<close>\\?[\"'])?[ \t]*[:=][ \t]*" + _VALUE, _I), _key_value_judge,
+          "a secret-looking key's value: key=value, key: value, \"key\": \"value\""),
+    Shape("secret_keys_in_text", _SECRET_WORDS, re.compile(
+        r"(?<![A-Za-z0-9_\-])(?P<key>--?[A-Za-z0-9_\-]*(?:key|token|secret|passw|credential|auth)"
+        r"[A-Za-z0-9_\-]*)[ \t]+(?P<val>[^\s\-][^\s]*)", _I), _key_value_judge,
+          "a secret-looking flag's value: --api-key X, --password X"),
+    Shape("secret_keys_in_text", _SECRET_WORDS + ("pwd",), re.compile(
+        r"(?<![A-Za-z0-9_])(?P<key>[A-Z][A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?|"
+        r"AUTH)[A-Z0-9_]*)[ \t]+(?P<val>[^\s\"',;=\-][^\s\"',;]*)"), _env_name_judge,
+          "an environment variable's name then its value: WANDB_API_KEY 3f2c..."),
+    Shape("password_flags", ("-p", "--pw"), re.compile(
+        r"(?<![A-Za-z0-9_\-])(?:(?P<key>--(?:pass|pw|pwd))(?:[ \t]+|=)|-p[ \t]*)"
+        r"(?P<val>[^\s\"'\-][^\s\"']*)"),
+          _short_password_judge, "a password flag beside a user name: mysql -u root -p X, "
+          "sshpass -p X, --pass X"),
+)
 _PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
                           re.DOTALL)
-_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-_SECRET_WORDS = ("key", "token", "secret", "passw", "credential", "auth")
-_TRIGGERS = _SECRET_WORDS + ("://", "env_vars", "bearer", "basic", "akia", "asia")
+_EVERY_LINE = tuple(shape for shape in SHAPES if not shape.triggers)
+_BY_TRIGGER = tuple(shape for shape in SHAPES if shape.triggers)
+_TRIGGERS = tuple(sorted({t for shape in _BY_TRIGGER for t in shape.triggers}))
 
 # What Redactor.counts counts, by kind.
 REDACTION_KINDS = ("auth_token", "env_vars", "secret_keys", "secret_keys_in_text", "known_values",
                    "url_credentials", "authorization_headers", "private_keys", "aws_key_ids",
-                   "tune_config")
+                   "tune_config", "token_shapes", "aws_secret_keys", "password_flags")
 
 # Tune result rows embed the whole training config; only these settings stay readable.
 TRAINING_SETTINGS = frozenset({
@@ -197,15 +340,26 @@ class Redactor:
         if present:
             text, n = self._known_pattern(present).subn(MASK, text)
             self._count("known_values", n)
+        for shape in _EVERY_LINE:
+            text = self._apply(shape, text)
         lower = text.lower()
-        if not any(trigger in lower for trigger in _TRIGGERS):
+        found: dict[int, set[str]] = {}  # line start -> the triggers it holds
+        for trigger in _TRIGGERS:  # str.find runs in C: far faster than a regex or a loop of lines
+            at = lower.find(trigger)
+            while at >= 0:
+                found.setdefault(lower.rfind("\n", 0, at) + 1, set()).add(trigger)
+                end = lower.find("\n", at)
+                at = lower.find(trigger, end) if end >= 0 else -1
+        if not found:
             return text
-        lines = text.split("\n")
-        for i, line in enumerate(lines):
-            low = line.lower()
-            if any(trigger in low for trigger in _TRIGGERS):
-                lines[i] = self._line(line, low)
-        return "\n".join(lines)
+        out, done = [], 0
+        for start in sorted(found):
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            out += [text[done:start], self._line(text[start:end], found[start])]
+            done = end
+        out.append(text[done:])
+        return "".join(out)
 
     def _known_pattern(self, values: list[str]):
         key = tuple(sorted(values, key=len, reverse=True))
@@ -214,23 +368,29 @@ class Redactor:
                 "(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, key)) + ")(?![A-Za-z0-9])"))
         return self._known_re[1]
 
-    def _line(self, line: str, low: str) -> str:
-        if "://" in line:
-            line, n = _URL_CREDENTIALS.subn(lambda m: m.group("scheme") + MASK + "@"
-                                            if m.group("cred") != MASK else m.group(0), line)
-            self._count("url_credentials", n)
-        if "env_vars" in low:
-            line = _ENV_BLOCK.sub(self._env_block, line)
-        if "bearer" in low or "basic" in low:
-            line = _HEADER.sub(self._header, line)
-        if any(word in low for word in _SECRET_WORDS):
-            line = _KV.sub(self._key_value, line)
-            if "-" in line:
-                line = _FLAG.sub(self._key_value, line)
-        if "akia" in low or "asia" in low:
-            line, n = _AWS_KEY_ID.subn(MASK, line)
-            self._count("aws_key_ids", n)
+    def _line(self, line: str, triggers: set[str]) -> str:
+        for shape in _BY_TRIGGER:
+            if not triggers.isdisjoint(shape.triggers):
+                line = self._apply(shape, line)
         return line
+
+    def _apply(self, shape: Shape, text: str) -> str:
+        if shape.replace is not None:
+            return shape.pattern.sub(lambda match: shape.replace(self, match), text)
+
+        def mask(match) -> str:
+            if shape.judge is not None and not shape.judge(match):
+                return match.group(0)
+            self._count(shape.kind)
+            if "val" not in match.re.groupindex:
+                return MASK
+            raw = match.group("val")
+            quote = raw[:2] if raw.startswith('\\"') else (raw[0] if raw[:1] in "\"'" else "")
+            start, end = match.start("val") - match.start(), match.end("val") - match.start()
+            whole = match.group(0)
+            return whole[:start] + quote + MASK + quote + whole[end:]
+
+        return shape.pattern.sub(mask, text)
 
     def _env_block(self, match) -> str:
         def value(pair):
@@ -240,25 +400,6 @@ class Redactor:
             return pair.group("k") + pair.group("q") + MASK + pair.group("q")
 
         return match.group("head") + "{" + _ENV_PAIR.sub(value, match.group("body")) + "}"
-
-    def _header(self, match) -> str:
-        if match.group("val") == MASK:
-            return match.group(0)
-        self._count("authorization_headers")
-        return match.group("scheme") + match.group("sep") + MASK
-
-    def _key_value(self, match) -> str:
-        key, raw = match.group("key"), match.group("val")
-        value = raw.replace('\\"', "").strip("\"'")
-        if not is_secret_key(key) or value.strip().lower() in _PLAIN_VALUES or MASK in value \
-                or (value.isdigit() and len(value) < 4) \
-                or (value.isalpha() and value.islower() and len(value) <= 3):  # prose: "token: it"
-            return match.group(0)
-        self._count("secret_keys_in_text")
-        quote = raw[:2] if raw.startswith('\\"') else (raw[0] if raw[:1] in "\"'" else "")
-        end = quote if quote else ""
-        start = match.start("val") - match.start()
-        return match.group(0)[:start] + quote + MASK + end
 
     # -- data ---------------------------------------------------------------------------------
     def data(self, data):

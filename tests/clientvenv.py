@@ -1,5 +1,5 @@
 """The client-only install, for real: rldoctor's wheel built from this checkout and installed
-into a fresh venv WITHOUT the cluster extra (`pip install rldoctor`, what pipx does).
+into a fresh venv WITHOUT the cluster extra (`pip install rldoctor-ray`, what pipx does).
 
 Its dependencies come from pip's configured index, as for `make install`. Used by
 tests/test_client_only.py and benchmarks/client_only_install.py.
@@ -35,7 +35,9 @@ def build_wheel(out_dir: Path) -> tuple[Path, str, float]:
     out_dir.mkdir(parents=True, exist_ok=True)
     seconds, log = _run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w",
                          str(out_dir), str(ROOT)], timeout=600)
-    wheels = sorted(out_dir.glob("rldoctor-*.whl"))
+    from rldoctor.install import DISTRIBUTION
+
+    wheels = sorted(out_dir.glob(f"{DISTRIBUTION.replace('-', '_')}-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0], log, seconds
 

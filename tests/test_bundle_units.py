@@ -24,7 +24,8 @@ from rldoctor.bundle.evidence import point_to_bundle
 from rldoctor.bundle.obfuscate import Obfuscator, map_path
 from rldoctor.bundle.reader import index
 from rldoctor.cluster.stack_targets import stack_targets
-from rldoctor.bundle.writer import BundleFile, Member, cut_front, fit, tar_size
+from rldoctor.bundle.target import BundleFile
+from rldoctor.bundle.writer import Member, cut_front, fit, tar_size
 from rldoctor.cluster.stacks import frame_text, is_user_file, parse_py_spy, user_frames
 from rldoctor.errors import Undiagnosable
 from rldoctor.redact import MASK, Redactor, is_secret_key, redact
@@ -325,7 +326,8 @@ def test_write_failure_leaves_nothing_under_the_final_name(tmp_path):
     code = f"""
 import os, resource, sys
 sys.path.insert(0, {str(FIXTURES.parent / 'tests')!r})
-from rldoctor.bundle.writer import BundleFile, Member
+from rldoctor.bundle.target import BundleFile
+from rldoctor.bundle.writer import Member
 from rldoctor.errors import Undiagnosable
 out = BundleFile({str(target)!r})
 resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))

@@ -1,4 +1,4 @@
-"""The client-only install (`pip install rldoctor`, no extra) does the client's whole job.
+"""The client-only install (`pip install rldoctor-ray`, no extra) does the client's whole job.
 
 rldoctor's wheel, built from this checkout, goes into a fresh venv without the cluster
 extra; `import ray` and `import torch` fail there. In that venv the real CLI diagnoses a
@@ -24,10 +24,11 @@ from clientvenv import CLUSTER_ONLY_MODULES, build_wheel, clean_env, importable,
 from faults import actor_that_crashes_three_times
 from localcluster import LocalCluster, NodeSpec, free_ports
 from test_watch_cli import scrape
+from rldoctor.install import CLUSTER_EXTRA, DISTRIBUTION
 
 pytestmark = pytest.mark.cluster
 
-EXTRA = "pip install 'rldoctor[cluster]'"
+EXTRA = CLUSTER_EXTRA
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,7 @@ def test_built_and_installed_without_deprecation_warnings_and_without_ray_or_tor
     version = client_rldoctor(venv, "--version", env=clean_env())
     assert version.returncode == 0, version.stderr
     assert "ray none: client only" in version.stdout
+    assert f"(package {DISTRIBUTION} " in version.stdout, version.stdout  # ours, not the index's
     assert re.search(r"^python 3\.\d+\.\d+", version.stdout, re.M), version.stdout
 
 

@@ -62,7 +62,7 @@ def test_fix_changes_only_reported_lines_and_leaves_fewer_findings(source, tmp_p
     reported = {(f.location.get("cell", 0), f.location["line"]) for f in report.findings}
     plans = fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]})
     shown, count = fixes.unified_diff(plans)
-    applied, files = fixes.apply_fixes(plans)
+    applied, files, _ = fixes.apply_fixes(plans)
     assert applied == count
     after_text = target.read_text(encoding="utf-8")
     written = "".join(line if line.endswith("\n") else line + "\n" for line in difflib.unified_diff(

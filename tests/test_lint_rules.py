@@ -141,7 +141,7 @@ def test_fix_rewrites_only_mechanical_renames(tmp_path):
     plans = fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]})
     diff, count = fixes.unified_diff(plans)
     assert count >= 20 and "-    .rollouts(" in diff and "+    .env_runners(" in diff
-    applied, files = fixes.apply_fixes(plans)
+    applied, files, _ = fixes.apply_fixes(plans)
     assert applied == count and files == 4
     chains = (tmp_path / "rld801_config_chains.py").read_text()
     compile(chains, "chains", "exec")
@@ -189,7 +189,7 @@ def test_fix_skips_an_edit_when_the_file_changed_under_it(tmp_path):
     script.write_text("from ray.rllib.algorithms.ppo import PPOConfig\nPPOConfig().rollouts()\n")
     report, _, doc = _lint([script])
     script.write_text("from ray.rllib.algorithms.ppo import PPOConfig\n# edited meanwhile\nPPOConfig().rollouts()\n")
-    applied, files = fixes.apply_fixes(fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]}))
+    applied, files, _ = fixes.apply_fixes(fixes.plans(report, {r["path"]: r for r in doc["lint"]["files"]}))
     assert (applied, files) == (0, 0) and "rollouts" in script.read_text()
 
 

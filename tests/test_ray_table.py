@@ -147,7 +147,7 @@ def test_rld802_without_ray_runs_rldoctors_rules_and_says_what_it_skipped():
     notes = [f for f in without if isinstance(f, Note)]
     findings = [f for f in without if isinstance(f, Finding)]
     assert len(notes) == 1 and "validator" in notes[0].message and "skipped" in notes[0].message
-    assert "pip install 'rldoctor[cluster]'" in notes[0].message
+    assert "pip install 'rldoctor-ray[cluster]'" in notes[0].message
     ours = {(f.location["line"], f.message.split(" (`ray up` says")[0]) for f in findings}
     assert ours and ours <= {(f.location["line"], f.message.split(" (`ray up` says")[0])
                              for f in with_ray}

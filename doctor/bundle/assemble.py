@@ -135,6 +135,8 @@ def snapshot_member(doc: dict, redactor) -> Member:
 
 
 def obfuscate(members: list[Member], obfuscator) -> None:
+    for m in members:  # every host a URL names, in any file, before replacing in any file
+        obfuscator.learn(m.data.decode("utf-8", errors="replace"))
     for m in members:
         m.path = obfuscator.text(m.path)
         m.data = obfuscator.text(m.data.decode("utf-8", errors="replace")).encode("utf-8")

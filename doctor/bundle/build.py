@@ -60,7 +60,7 @@ def write_bundle(address: str | None, path: str, timeout_s: float, *, max_bytes:
     team's rldoctor.toml) makes the bundle's report, as `check --from` the bundle would."""
     from rldoctor.bundle import assemble
     from rldoctor.bundle.obfuscate import map_path
-    from rldoctor.bundle.writer import BundleFile
+    from rldoctor.bundle.target import BundleFile
     from rldoctor.acquire import bundle_gatherer, take_snapshot
     from rldoctor.engine.pipeline import Diagnosis
 
@@ -167,7 +167,7 @@ def write_bundle_from_logs(directory: str, path: str, *, max_bytes: int = DEFAUL
     snapshot read from the logs, its report, and the tails of the logs that tell the story
     (GCS, raylets, job drivers and supervisors, the workers of failed jobs)."""
     from rldoctor.bundle.obfuscate import map_path
-    from rldoctor.bundle.writer import BundleFile
+    from rldoctor.bundle.target import BundleFile
     from rldoctor.inputs.logdir import read_logs
     from rldoctor.inputs.logdir.bundle_items import LogItems
 

@@ -1,20 +1,14 @@
-"""Writing the bundle file: a size cap, a temp file beside the target, one rename at the end.
+"""The bundle's members and its size cap (the archive itself: rldoctor.bundle.target).
 
 Nothing is ever left half-written under the final name: the archive goes to a hidden temp
 file in the target's folder (created before collection starts, so an unwritable folder is
 found in a second, not after the collection), is flushed to disk, and is renamed over the
-target only when complete. Any failure (disk full, a folder that vanished) removes the temp
-file and is one line, exit 3.
+target only when complete (rldoctor.bundle.target). Any failure (disk full, a folder that
+vanished) removes the temp file and is one line, exit 3.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
-import os
-import tarfile
-import tempfile
-import time
 from dataclasses import dataclass
 
 from rldoctor.errors import Undiagnosable
@@ -88,60 +82,3 @@ def fit(members: list[Member], max_bytes: int, reserve: int = 0) -> None:
 
 def tar_size(members: list[Member]) -> int:
     return sum(_cost(len(m.data)) for m in members) + _MARGIN
-
-
-class BundleFile:
-    """The target file of `collect --bundle`, reserved before collection starts."""
-
-    def __init__(self, path: str, force: bool = False, extra_paths: tuple[str, ...] = ()):
-        self.path = os.path.abspath(path)
-        self.force = force
-        folder = os.path.dirname(self.path)
-        for target in (self.path, *extra_paths):
-            if os.path.isdir(target):
-                raise Undiagnosable(f"--bundle {path}: {target} is a directory")
-            if os.path.lexists(target) and not force:
-                raise Undiagnosable(f"--bundle {path}: {target} exists; pass --force to replace it")
-        if not os.path.isdir(folder):
-            raise Undiagnosable(f"--bundle {path}: no such folder {folder}")
-        try:
-            fd, self.temp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.",
-                                             suffix=".partial", dir=folder)
-        except OSError as exc:
-            raise Undiagnosable(f"--bundle {path}: cannot write in {folder}: "
-                                f"{exc.strerror or exc}") from None
-        os.close(fd)
-
-    def write(self, top: str, members: list[Member]) -> int:
-        """Write `members` under `top/`, then rename into place; returns the file's size."""
-        now = time.time()
-        try:
-            with open(self.temp, "wb") as raw:
-                with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6,
-                                   mtime=int(now)) as packed:
-                    with tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
-                        for m in members:
-                            info = tarfile.TarInfo(f"{top}/{m.path}")
-                            info.size, info.mtime, info.mode = len(m.data), now, 0o644
-                            info.uname = info.gname = ""
-                            tar.addfile(info, io.BytesIO(m.data))
-                raw.flush()
-                os.fsync(raw.fileno())
-            if os.path.lexists(self.path) and not self.force:
-                raise Undiagnosable(f"--bundle {self.path}: appeared while collecting; pass --force "
-                                    "to replace it")
-            os.replace(self.temp, self.path)
-        except OSError as exc:
-            self.abandon()
-            raise Undiagnosable(f"--bundle {self.path}: cannot write: {exc.strerror or exc}; "
-                                "no bundle was written") from None
-        except BaseException:
-            self.abandon()
-            raise
-        return os.path.getsize(self.path)
-
-    def abandon(self) -> None:
-        try:
-            os.unlink(self.temp)
-        except OSError:
-            pass

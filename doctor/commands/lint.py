@@ -49,7 +49,9 @@ def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
             _say(f"{count} mechanical fix(es) in {len(plans)} file(s); `--fix` applies them; "
                  f"{left} finding(s) need judgement and are not rewritten")
             return exit_code(report, problems, fail_on)
-        count, files = fixes.apply_fixes(plans)
+        count, files, refused = fixes.apply_fixes(plans)
+        for line in refused:  # a link, a read-only file: left as it is, one line each
+            _say(f"lint --fix: {line}")
         _say(f"applied {count} mechanical fix(es) in {files} file(s); what is left needs judgement:")
         report, problems, doc = diagnosis.lint(paths)
     from rldoctor.report.render import LINT_RENDERERS

@@ -55,7 +55,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
     finally:
         sys.stdout.flush()
     if record:
-        Path(record).write_text(redact(dumps(doc)), encoding="utf-8")
+        write_text(dumps(doc), record, option="--record")  # redacted, 0600, never through a link
     diagnosis = Diagnosis.from_options(codes=TRAINING_CODES, read_mutes=False, smoke_figures=True)
     source = dict(doc.get("source") or {})
     source["created_at"] = doc.get("created_at", "")

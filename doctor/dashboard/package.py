@@ -28,6 +28,8 @@ from pathlib import Path
 
 from rldoctor.cache import cache_dir
 from rldoctor.dashboard import shipped_source
+from rldoctor.errors import RldoctorError
+from rldoctor.safe_write import SHARED, write_file
 
 FOLDERS = ("cluster", "node", "job")  # the cluster side: shipped whole, with what it imports
 NOT_SHIPPED = ("rldoctor.cluster.smoke", "rldoctor.node.smoke")  # smoke-train runs them from the client
@@ -167,9 +169,7 @@ def build() -> Package:
         cache.mkdir(parents=True, exist_ok=True)
         for old in cache.glob("*.zip"):  # one package per rldoctor install is enough
             old.unlink(missing_ok=True)
-        partial = cache / f".{source_digest}.partial"
-        partial.write_bytes(pkg.data)
-        partial.replace(cache / f"{source_digest}-{pkg.sha1}.zip")
-    except OSError:
+        write_file(str(cache / f"{source_digest}-{pkg.sha1}.zip"), pkg.data, what="", mode=SHARED)
+    except (OSError, RldoctorError):
         pass  # a cache that cannot be written is not kept
     return pkg

@@ -91,10 +91,12 @@ class _File:
         self.path, self.lines = path, text.splitlines()
         self.headers = [i + 1 for i, line in enumerate(self.lines) if _HEADER_RE.match(line)]
 
-    def error(self, line: int | None, why: str) -> UsageError:
+    def error(self, line: int | None, why: str, echo: bool = True) -> UsageError:
+        """`why`, at `line`; the line itself too when `echo` (never for a file that is not
+        TOML at all: that may be any file, /etc/passwd, and its content is not ours to print)."""
         if not line:
             return UsageError(f"{self.path}: {why}")
-        shown = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        shown = self.lines[line - 1].strip() if echo and 0 < line <= len(self.lines) else ""
         return UsageError(f"{self.path}:{line}: {why}" + (f" (the line: {shown})" if shown else ""))
 
     def entry_line(self, index: int, total: int) -> int | None:
@@ -141,7 +143,8 @@ def parse_file(path: Path, registry) -> list[Mute]:
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_LINE_RE.search(str(exc))
         why = _TOML_LINE_RE.sub("", str(exc)).strip()
-        raise where.error(int(match.group(1)) if match else None, f"not valid TOML: {why}") from None
+        raise where.error(int(match.group(1)) if match else None, f"not valid TOML: {why}",
+                          echo=False) from None
     for key in doc:
         if key != "ignore":
             raise where.error(where.top_key_line(key), f"unknown setting {key!r}: an ignore file "

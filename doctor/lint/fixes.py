@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import tempfile
+import stat
 from dataclasses import dataclass, field
 
 from rldoctor.errors import UsageError
@@ -176,33 +176,59 @@ def unified_diff(plans_: list[FilePlan]) -> tuple[str, int]:
 
 
 def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(prefix=".rldoctor-fix-", dir=directory)
+    """Rewrite `path` by temp file and rename (rldoctor.safe_write), keeping its mode."""
+    from rldoctor.safe_write import Pending
+
+    mode = os.stat(path, follow_symlinks=False).st_mode & 0o7777
+    pending = Pending(path, "", UsageError)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+        with open(pending.temp, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        pending.abandon()
         raise
+    pending.commit(mode)
 
 
-def apply_fixes(plans_: list[FilePlan]) -> tuple[int, int]:
-    """Rewrite the files in place; returns (edits applied, files changed)."""
+def refusal(path: str) -> str | None:
+    """Why `--fix` leaves `path` alone, in one line; None when it may rewrite it: never a
+    symbolic link (rewriting would replace the link by a copy, or write through it), never
+    a file its owner made read-only or that this user may not write."""
+    try:
+        found = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: not rewritten: {exc.strerror or exc}"
+    if stat.S_ISLNK(found.st_mode):
+        return (f"{path}: not rewritten: it is a symbolic link (to {os.path.realpath(path)}); "
+                "run --fix on the file itself")
+    if not stat.S_ISREG(found.st_mode):
+        return f"{path}: not rewritten: not a regular file"
+    if not found.st_mode & 0o222 or not os.access(path, os.W_OK):
+        return f"{path}: not rewritten: the file is read-only (make it writable to fix it)"
+    if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+        return f"{path}: not rewritten: its folder is read-only"
+    return None
+
+
+def apply_fixes(plans_: list[FilePlan]) -> tuple[int, int, list[str]]:
+    """Rewrite the files in place; returns (edits applied, files changed, one line per file
+    refused: a link, a read-only file)."""
     total = files = 0
+    refused = []
     for plan in plans_:
         if plan.kind == "notebook":
             _, after, applied, _ = _notebook_result(plan)
         else:
             _, after, applied = _python_result(plan)
         if applied:
+            why = refusal(plan.path)
+            if why:
+                refused.append(why)
+                continue
             try:
                 _write(plan.path, after)
             except OSError as exc:
                 raise UsageError(f"{plan.path}: cannot write the fixes: {exc.strerror or exc}") from None
             total += applied
             files += 1
-    return total, files
+    return total, files, refused

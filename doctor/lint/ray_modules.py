@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import os
 import re
 from pathlib import Path
 
@@ -196,13 +195,14 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
                                     if n in wanted[module]}
         out[module] = answer
     if dirty:
+        from rldoctor.errors import RldoctorError
+        from rldoctor.safe_write import SHARED, write_file
+
         try:
             cache_path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = cache_path.with_suffix(f".{os.getpid()}.tmp")
             cache["cache_version"] = CACHE_VERSION
-            temporary.write_text(json.dumps(cache), encoding="utf-8")
-            os.replace(temporary, cache_path)
-        except OSError:
+            write_file(str(cache_path), json.dumps(cache), what="", mode=SHARED)
+        except (OSError, RldoctorError):
             pass
     return out
 

@@ -101,12 +101,13 @@ def known_names() -> dict:
     except (OSError, ValueError, KeyError):
         pass
     names = _scan(root)
+    from rldoctor.errors import RldoctorError
+    from rldoctor.safe_write import SHARED, write_file
+
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"cache_version": CACHE_VERSION, "stamp": stamp, **names}),
-                             encoding="utf-8")
-        os.replace(temporary, cache)
-    except OSError:
+        write_file(str(cache), json.dumps({"cache_version": CACHE_VERSION, "stamp": stamp, **names}),
+                   what="", mode=SHARED)
+    except (OSError, RldoctorError):
         pass
     return {**build, **names, "cached": False}

@@ -3,7 +3,7 @@
 `rldoctor lint` reads two things of the installed Ray's own files: the settings it knows
 (`rldoctor.lint.ray_names`: `_system_config` keys and `RAY_` names, for RLD803) and its
 modules and the names each could bind (`rldoctor.lint.ray_modules`, for RLD801's imports
-that are gone). A client installed without Ray (`pip install rldoctor`) reads the same
+that are gone). A client installed without Ray (`pip install rldoctor-ray`) reads the same
 facts from `ray_table.json.gz`, generated from the pinned Ray by this module:
 
     python -m rldoctor.lint.ray_table          # rewrite doctor/lint/ray_table.json.gz
@@ -36,7 +36,7 @@ def note(ray_build: dict) -> str | None:
     from rldoctor.install import NO_RAY_HERE
 
     return (f"{NO_RAY_HERE}: RLD801 and RLD803 read the names of Ray {ray_build.get('version')} "
-            "from the table shipped with rldoctor; pip install 'rldoctor[cluster]' adds Ray")
+            "from the table shipped with rldoctor; pip install 'rldoctor-ray[cluster]' adds Ray")
 
 
 class NoTable(Exception):

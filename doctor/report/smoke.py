@@ -153,5 +153,12 @@ def plot(fig: dict, path: str) -> None:
     bottom.set_ylim(bottom=0)
     bottom.set_xlim(left=0)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    import io
+    import os
+
+    from rldoctor.safe_write import PRIVATE, write_file
+
+    image = io.BytesIO()  # the format from the name's suffix, as savefig(path) chose it
+    figure.savefig(image, dpi=110, format=os.path.splitext(path)[1][1:].lower() or None)
     plt.close(figure)
+    write_file(path, image.getvalue(), what="--plot", mode=PRIVATE)

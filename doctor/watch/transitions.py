@@ -73,13 +73,11 @@ class TransitionLog:
     """JSON lines to a file (appended, flushed per line) or to stdout."""
 
     def __init__(self, path: str | None = None):
-        from rldoctor.errors import UsageError
+        from rldoctor.safe_write import open_append
 
         self.path = path
-        try:
-            self._out = open(path, "a", encoding="utf-8") if path else sys.stdout
-        except OSError as exc:
-            raise UsageError(f"--log {path}: cannot write: {exc.strerror or exc}") from None
+        # appended, created 0600, never through a link nor into a FIFO (rldoctor.safe_write)
+        self._out = open_append(path, "--log") if path else sys.stdout
 
     def write(self, event: dict) -> None:
         self._out.write(redact(json.dumps(event, sort_keys=False)) + "\n")

@@ -66,7 +66,7 @@ def invalid_cluster_config(snap, params):
         found.append(Note(f"file:{paths[0]}", f"Ray's own cluster YAML validator (prepare_config, "
                           f"validate_config, ray-schema.json) skipped for {len(paths)} file(s): Ray "
                           "is not installed here (the client-only rldoctor; pip install "
-                          "'rldoctor[cluster]' adds it); rldoctor's own rules ran",
+                          "'rldoctor-ray[cluster]' adds it); rldoctor's own rules ran",
                           {"files": paths}))
     return sorted((f for f in found if not isinstance(f, Note)), key=sort_key) + \
         [f for f in found if isinstance(f, Note)]

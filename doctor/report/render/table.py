@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from rldoctor.model import Report
+from rldoctor.redact import redact
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
                                          source_line, summary_line, timeline_headline)
 from rldoctor.report.timeline import when
@@ -15,7 +16,9 @@ _WIDTH = 100
 
 
 def _wrap(text: str, indent: str) -> str:
-    return textwrap.fill(text, width=_WIDTH, initial_indent=indent, subsequent_indent=indent,
+    """`text` redacted, then wrapped: a secret split over two lines would escape the redactor
+    that reads the finished report line by line."""
+    return textwrap.fill(redact(text), width=_WIDTH, initial_indent=indent, subsequent_indent=indent,
                          break_on_hyphens=False, break_long_words=False)
 
 
@@ -47,7 +50,7 @@ def render_table(report: Report) -> str:
     if muted:
         out += ["", f"Muted ({len(muted)}):"]
         out += [f"{f.severity.label.upper():<5} {f.label}  {f.subject}: "
-                f"{textwrap.shorten(f.message, 80, placeholder=' ...')} -- muted: {mute_text(f)}"
+                f"{textwrap.shorten(redact(f.message), 80, placeholder=' ...')} -- muted: {mute_text(f)}"
                 for f in muted]
     if report.timeline is not None:
         out += ["", timeline_headline(report)]
@@ -58,7 +61,7 @@ def render_table(report: Report) -> str:
 
     folded = folded_codes(report)
     rows = [[r.code, r.name, r.status.upper(), f"{r.duration_s:.2f}s",
-             textwrap.shorten(r.detail, 70, placeholder=" ...")]
+             textwrap.shorten(redact(r.detail), 70, placeholder=" ...")]
             for r in shown_checks(report) if r.code not in folded]
     if rows:
         out.append(tabulate(rows, headers=["code", "check", "status", "time", "detail"],
