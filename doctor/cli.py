@@ -67,11 +67,14 @@ def main() -> None:
 @click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
               "dashboard (what `ray job submit` takes, e.g. a KubeRay port-forward), or 'auto' for "
               "the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
-@click.option("--from", "from_file", type=click.Path(), metavar="FILE|DIR",
+@click.option("--from", "from_file", type=click.Path(allow_dash=True), metavar="FILE|DIR|-",
               help="Diagnose a snapshot or bundle recorded by `rldoctor collect` instead of a "
-              "live cluster; or DIR, the logs a cluster left: a Ray session directory "
-              "(session_* or its logs/), or a folder holding several nodes' session "
-              "directories (read only, never written).")
+              "live cluster; or the logs a cluster left: a Ray session directory (session_* "
+              "or its logs/), a folder of several nodes' session directories or of `kubectl "
+              "logs` outputs, a tarball of logs, one log file (`--from "
+              "logs/worker-...-1234.err`), or `-` for lines pasted on standard input "
+              "(`pbpaste | rldoctor check --from -`); or Tune's result.json. Read only, never "
+              "written; the report says what the input let it judge.")
 @click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
               help="Check that an env class, env creator, callbacks class, AlgorithmConfig or "
               "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "

@@ -47,20 +47,35 @@ def _version_tuple(text: str | None):
 
 
 def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None = None,
-              redactor=None) -> dict:
-    """The snapshot document of the logs under `path` (Undiagnosable when there are none)."""
+              redactor=None, sessions=None, input_kind: str | None = None) -> dict:
+    """The snapshot document of the logs under `path` (Undiagnosable when there are none).
+
+    `sessions` (rldoctor.inputs.logdir.files.Session) are given for input that is not a
+    directory of files (standard input, a tarball's members); `input_kind` names the input
+    in the report (rldoctor.inputs.source decides it)."""
     from rldoctor.snapshot import new_document
 
     started = time.perf_counter()
-    top = os.path.abspath(path)
+    top = os.path.abspath(path) if sessions is None else path
     budget = budget or F.Budget()
     total_budget = budget.left
-    facts, sessions = read_facts(top, budget, redactor)
+    facts, sessions = read_facts(top, budget, redactor, sessions=sessions)
+    from rldoctor.inputs.logdir.scan import scan
+    from rldoctor.redact import Redactor
+
+    session_nodes = {}
+    for node_id, node in facts.nodes.items():
+        if node.get("session"):
+            session_nodes.setdefault(node["session"], node_id)
+    log_lines = scan(sessions, facts, redactor or facts.r or Redactor(), session_nodes)
     window = DEFAULT_WINDOW_S if window_s is None else float(window_s)
     now_s = facts.latest_ms / 1000.0 if facts.latest_ms else time.time()
     doc = new_document({"kind": "logs", "path": top, "file": top,
                         "sessions": [F.rel_root(s.root, top) for s in sessions],
                         "read_at": _iso(None)})
+    doc["log_lines"] = log_lines
+    doc["source"]["input"] = judged(input_kind or _input_kind(sessions), sessions, facts,
+                                    log_lines)
     doc["created_at"] = _iso(facts.latest_ms or None)  # the cluster's last moment in its logs
     doc["source"]["created_at"] = doc["created_at"]
     version = sorted(facts.versions)[-1] if facts.versions else None
@@ -72,7 +87,7 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
                       "oom_tasks": _oom_tasks(facts), "rldoctor_workers_left_out": 0}
     doc["jobs"] = _jobs(facts, window, now_s, version, budget, dead_workers, doc["actors"]["items"])
     doc["events"] = _events(facts, window, now_s)
-    for section in ("nodes", "actors", "workers", "jobs", "events"):
+    for section in ("nodes", "actors", "workers", "jobs", "events", "log_lines"):
         doc["collectors"][section] = {"status": "ok", "from": "logs"}
     if not facts.gcs_sessions:
         for section in ("actors", "workers"):
@@ -98,6 +113,52 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
                    "read_s": round(time.perf_counter() - started, 3)}
     doc["notes"] = _notes(facts, sessions, version, doc)
     return doc
+
+
+# What each kind of file lets a report judge (the report's `source.input`).
+_JUDGES = (
+    (("gcs",), "node deaths, worker exits, actor failures and jobs (the head's gcs_server.out)",
+     "node deaths, worker exits and job states (no gcs_server.out: the head's logs are not "
+     "in the input)"),
+    (("raylet", "console-raylet"), "the raylet's own crashes, its agents, memory-monitor kills "
+     "and runtime_env failures on the node(s) read", "a raylet's crash or its memory-monitor "
+     "kills (no raylet.out/.err)"),
+    (("worker", "core_worker", "console-worker"), "worker crashes and exceptions in the "
+     "workers' own output", "what the workers said (no worker-*.out/.err)"),
+    (("events",), "Ray's events (node removals, OOM, worker failures)", None),
+    (("job_driver", "supervisor"), "jobs submitted with `ray job submit` and their drivers' "
+     "output", None),
+)
+
+
+def _input_kind(sessions) -> str:
+    if len(sessions) == 1 and len(sessions[0].files) == 1 and not sessions[0].name:
+        return "log file"
+    if any(s.name for s in sessions):
+        return "session directories" if len(sessions) > 1 else "session directory"
+    if all(f.kind in ("other",) for s in sessions for f in s.files):
+        return "folder of log files"
+    return "logs directory"
+
+
+def judged(kind: str, sessions, facts: Facts, log_lines: dict) -> dict:
+    """What this input let the report judge, and what not: in every format's first lines."""
+    kinds = {f.kind for s in sessions for f in s.files}
+    files = sum(len(s.files) for s in sessions)
+    yes, no = [], []
+    for needed, said, missing in _JUDGES:
+        if kinds & set(needed):
+            yes.append(said)
+        elif missing:
+            no.append(missing)
+    no.append("live state (resources, demands, hosts, network) needs a live cluster")
+    names = sorted(os.path.basename(f.rel) for s in sessions for f in s.files)
+    return {"kind": kind, "files": files, "bytes": sum(f.size for s in sessions for f in s.files),
+            "file_names": names[:20] + ([f"... and {len(names) - 20} more"] if len(names) > 20
+                                        else []),
+            "ray_lines_known": len(log_lines["items"]),
+            "judged": yes or ["only the lines of Ray's catalogue (the files are none Ray names)"],
+            "not_judged": no}
 
 
 def _notes(facts: Facts, sessions, version, doc) -> list[str]:

@@ -512,10 +512,11 @@ def _worker_head(facts: Facts, log: F.LogFile, done: F.Read) -> None:
 
 # -- the whole directory ----------------------------------------------------------------------
 
-def read_facts(path: str, budget: F.Budget | None = None, redactor=None) -> tuple[Facts, list]:
+def read_facts(path: str, budget: F.Budget | None = None, redactor=None,
+               sessions=None) -> tuple[Facts, list]:
     from rldoctor.redact import Redactor
 
-    sessions = F.find_sessions(path)
+    sessions = F.find_sessions(path) if sessions is None else sessions
     budget = budget or F.Budget()
     facts = Facts(redactor or Redactor())
     drivers = []
