@@ -74,6 +74,12 @@ def findings(snap, code: str, already=()) -> list:
     hits = _hits(snap, code)
     if not hits:
         return []
+    every = (snap.get("log_lines") or {}).get("items") or []
+    if any(not h.get("consequence") for h in every) or already:
+        # a death that says no cause is told by the lines that tell one (or by the check)
+        hits = [h for h in hits if not h.get("consequence")]
+    told = " ".join(f.message for f in already)
+    hits = [h for h in hits if not (h.get("exception") and h["exception"][:60] in told)]
     taken = {f.subject for f in already}
     ips_to_nodes = {}
     for h in (snap.get("log_lines") or {}).get("items") or []:

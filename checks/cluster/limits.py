@@ -30,7 +30,7 @@ _NOFILE_FIX = (
 )
 
 
-@check("RLD107", "open-files-limit", area="cluster", requires=("hosts|log_lines",),
+@check("RLD107", "open-files-limit", area="cluster", requires=("hosts|logged_host_faults",),
        params={"fail_fraction": 0.80})
 @_loglines.also("RLD107", needs=("hosts",))
 def open_files_limit(snap, params):

@@ -215,7 +215,7 @@ def _python_release(version: str | None) -> str | None:
     return version.split()[0] if version else version
 
 
-@check("RLD102", "version-mismatch", area="cluster", requires=("versions|log_lines",))
+@check("RLD102", "version-mismatch", area="cluster", requires=("versions|logged_version_faults",))
 @_loglines.also("RLD102", needs=("versions",))
 def version_mismatch(snap, params):
     """Ray, Python, RLlib, torch or gymnasium versions differ between nodes or the driver.

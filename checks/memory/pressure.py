@@ -48,7 +48,7 @@ _STORE_FIX = (
 )
 
 
-@check("RLD301", "object-store-pressure", area="memory", requires=("object_store|log_lines",),
+@check("RLD301", "object-store-pressure", area="memory", requires=("object_store|logged_store_faults",),
        params={"warn_fraction": 0.70, "fail_fraction": 0.90})
 @_loglines.also("RLD301", needs=("object_store",))
 def object_store_pressure(snap, params):
@@ -115,7 +115,7 @@ _SPILL_FIX = (
 )
 
 
-@check("RLD302", "object-spilling", area="memory", requires=("object_store|log_lines",),
+@check("RLD302", "object-spilling", area="memory", requires=("object_store|logged_store_faults",),
        params={"disk_fail_fraction": 0.95})
 @_loglines.also("RLD302", needs=("object_store",))
 def object_spilling(snap, params):

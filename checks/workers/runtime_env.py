@@ -70,7 +70,7 @@ _FIX = (
 )
 
 
-@check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs|log_lines",),
+@check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs",),
        params={"pending_warn_s": 60.0})
 @_loglines.also("RLD404", needs=("actors|runtime_envs",))
 def runtime_env_failed(snap, params):

@@ -22,7 +22,12 @@ from rldoctor.inputs.logdir.build import (DEFAULT_WINDOW_S, LIVE_ONLY, MAX_EVENT
                                    MAX_WORKERS_PER_JOB, NOT_FROM_LOGS, Facts, read_facts,
                                    worker_tail)
 
-KNOWN_RAY = ((2, 40), (2, 60))  # the releases whose log lines the reader knows
+KNOWN_RAY = ((2, 40), (2, 60))
+# Sections of facts only a live cluster shows, except where a log line states them (then the
+# checks of those codes read the log_lines section: rldoctor.checks._loglines).
+LOGGED_FAULTS = {"logged_host_faults": ("RLD107", "RLD305"),
+                 "logged_store_faults": ("RLD301", "RLD302"),
+                 "logged_version_faults": ("RLD102",)}  # the releases whose log lines the reader knows
 _DEATH_CONTEXTS = {"ActorDiedErrorContext": "actor_died_error_context",
                    "CreationTaskFailureContext": "creation_task_failure_context",
                    "RuntimeEnvFailedContext": "runtime_env_failed_context",
@@ -89,6 +94,15 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
     doc["events"] = _events(facts, window, now_s)
     for section in ("nodes", "actors", "workers", "jobs", "events", "log_lines"):
         doc["collectors"][section] = {"status": "ok", "from": "logs"}
+    for section, codes in LOGGED_FAULTS.items():  # host facts the logs state, when they do
+        hits = [i for i, h in enumerate(log_lines["items"]) if h["code"] in codes]
+        if hits:
+            doc[section] = {"hits": hits, "codes": sorted({log_lines["items"][i]["code"]
+                                                           for i in hits})}
+            doc["collectors"][section] = {"status": "ok", "from": "logs"}
+        else:
+            doc["collectors"][section] = {"status": "unavailable",
+                                          "reason": "no line of the logs read states it"}
     if not facts.gcs_sessions:
         for section in ("actors", "workers"):
             doc["collectors"][section]["note"] = "no gcs_server.out: the head's logs are missing"

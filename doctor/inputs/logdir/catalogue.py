@@ -49,6 +49,9 @@ class Entry:
     severity: str = "fail"
     # the file kinds in which the line is not evidence (a healthy process writes it there)
     not_in: tuple = ()
+    # a line that says something died without saying why: evidence only when no other line
+    # of the input tells the cause
+    consequence: bool = False
     compiled: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -176,7 +179,7 @@ ENTRIES: tuple[Entry, ...] = (
        r"Ray error \((?P<message>.*)\), taking actor (?P<index>\d+) out of service",
        "2.3-2.60 (rllib/utils/actor_manager.py)", WORKER + DRIVER, "RLD405", "exception",
        "RLlib took its actor {index} out of service after it failed{in_who}", _EXCEPTION_FIX,
-       ("index",), severity="warn"),
+       ("index",), severity="warn", consequence=True),
     _e("rllib-env-step", "Environment step failed",
        r"Environment step failed(?P<message>.*)", "2.40-2.60 (rllib/env/env_runner.py)",
        WORKER + DRIVER, "RLD405", "exception", "an RLlib env's step() raised{in_who}",
@@ -201,22 +204,25 @@ ENTRIES: tuple[Entry, ...] = (
     _e("ray-task-error", "ray::", r"(?:RayTaskError(?:\((?P<inner>\w+)\))?: )?ray::(?P<task>[\w.]+)"
        r"\(\) \(pid=(?P<pid>\d+), ip=(?P<ip>[\d.]+)", "1.x-2.60 (exceptions.py)", DRIVER,
        "RLD405", "exception", "the remote call {task} raised {exception}", _EXCEPTION_FIX,
-       ("task", "pid", "ip")),
+       ("task", "pid", "ip"), consequence=True),
     # -- workers that died ------------------------------------------------------------------
     _e("worker-died-pushed", "A worker died or was killed while executing",
        r"A worker died or was killed while executing (?:a|the) task by an unexpected system "
-       r"error", "2.0-2.60 (node_manager.cc, pushed to the driver)", ANY, "RLD403", "crash",
-       "a worker died while running a task ({exit_type}{detail_short})", _NATIVE_FIX),
+       r"error.*?(?:Worker exit type: (?P<exit_type>\w+)(?: Worker exit detail: (?P<detail>.*))?)?$",
+       "2.0-2.60 (node_manager.cc, pushed to the driver)", ANY, "RLD403", "crash",
+       "a worker died while running a task ({exit_type}{detail_short})", _NATIVE_FIX,
+       consequence=True),
     _e("actor-died", "The actor died unexpectedly before finishing this task",
        r"The actor died unexpectedly before finishing this task", "1.x-2.60 (exceptions.py)",
        ANY, "RLD403", "crash", "an actor's worker died{in_who} ({exit_type}{detail_short})",
-       _NATIVE_FIX),
+       _NATIVE_FIX, consequence=True),
     _e("worker-eof", "Worker unexpectedly exits with a connection error code",
        r"Worker unexpectedly exits with a connection error code (?P<errno>\d+)",
        "2.0-2.60 (client_connection.cc / node_manager.cc)", ANY, "RLD403", "crash",
        "a worker vanished without a word (connection error code {errno}: killed with SIGKILL, "
        "by the kernel's OOM killer, or crashed)", "Check the host's `dmesg` for OOM kills "
-       "(then see RLD402) and the worker's .err for a crash dump. " + _NATIVE_FIX, ("errno",)),
+       "(then see RLD402) and the worker's .err for a crash dump. " + _NATIVE_FIX, ("errno",),
+       consequence=True),
     # -- the raylet and its agents -----------------------------------------------------------
     _e("agent-failed", "The raylet exited immediately because one Ray agent failed",
        r"The raylet exited immediately because one Ray agent failed, agent_name = "
@@ -420,6 +426,31 @@ EVENT_LABELS = {
                                "{process} stopped on a fatal error: {message}"),
     "Out of Memory": ("event-oom", "RLD402", "oom", "Ray's memory monitor killed workers{on_ip}"),
 }
+
+# What a line names wherever it says it, whatever entry it matched (first match wins).
+NAMES = (
+    ("ip", re.compile(r"\(IP: (?P<v>[\d.]+), ID: [0-9a-f]{56}\)")),
+    ("node_id", re.compile(r"\(IP: [\d.]+, ID: (?P<v>[0-9a-f]{56})\)")),
+    ("node_id", re.compile(r"(?:node[ _]id|Node I[Dd]|node I[Dd])(?: = |: ?|=)(?P<v>[0-9a-f]{56})")),
+    ("ip", re.compile(r"(?:Node IP|Worker IP address|address)(?: = |: )(?P<v>\d+\.\d+\.\d+\.\d+)")),
+    ("ip", re.compile(r"\bip[=:] ?(?P<v>\d+\.\d+\.\d+\.\d+)")),
+    ("worker_id", re.compile(r"(?:worker[ _]id|Worker ID|worker ID)(?: = |: ?|=)(?P<v>[0-9a-f]{56})")),
+    ("pid", re.compile(r"(?:Worker PID: |\bpid=)(?P<v>\d+)")),
+    ("job", re.compile(r"(?:job[ _]id|Job ID|job ID)(?: = |: ?|=)(?P<v>[0-9a-f]{8})\b")),
+    ("actor_id", re.compile(r"(?:actor[ _]id|Actor\()(?: = |: ?|=)?(?P<v>[0-9a-f]{32})")),
+)
+
+
+def names_in(text: str) -> dict:
+    out: dict = {}
+    for key, pattern in NAMES:
+        if key in out:
+            continue
+        m = pattern.search(text)
+        if m:
+            out[key] = m.group("v")
+    return out
+
 
 BY_ID = {e.id: e for e in ENTRIES}
 MARKERS = tuple(sorted({e.marker.encode() for e in ENTRIES if e.marker}))

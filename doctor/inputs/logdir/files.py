@@ -151,7 +151,8 @@ def find_sessions(top: str) -> list[Session]:
     walk(top, 0)
     if not found:
         loose = loose_files(top)
-        if loose is not None:
+        if loose is not None and any(f.kind != "other" or looks_like_ray(f.path)
+                                     for f in loose.files[:200]):
             return [loose]
         raise Undiagnosable(f"{top}: holds no Ray session directory (no session_*/logs with "
                             "gcs_server, raylet, job-driver or worker logs)")
@@ -165,11 +166,39 @@ def kind_of(name: str) -> tuple[str, dict]:
     return classify(name) or ("other", {})
 
 
+# What only Ray's output holds: its C++ log prefix, its relay prefixes, its names.
+_RAY_SIGNS = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3} [TDIWECF] \d+ \d+\]|"
+                        rb"\((?:raylet|gcs_server|pid=\d+|\w+ pid=\d+)[,)]|ray\.exceptions\.|"
+                        rb"ray::\w|:actor_name:|Fatal Python error|\bRay runtime started|"
+                        rb"ray\.rllib|ray/_private|ray\.init|\braylet\b|gcs_server|"
+                        rb"Exception raised in creation task|\*\*\* SIG\w+ received")
+SIGN_BYTES = 256 * 1024
+
+
+def looks_like_ray(path: str, data: bytes | None = None) -> bool:
+    """Does the file (its start and end) hold anything Ray writes?"""
+    if data is None:
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(SIGN_BYTES)
+                if size > 2 * SIGN_BYTES:
+                    f.seek(size - SIGN_BYTES)
+                    data += b"\n" + f.read(SIGN_BYTES)
+        except OSError:
+            return False
+    return bool(_RAY_SIGNS.search(data[:SIGN_BYTES]) or _RAY_SIGNS.search(data[-SIGN_BYTES:]))
+
+
 def single_file(path: str) -> Session:
     """One log file given alone: a session of that one file."""
     st = os.stat(path)
     name = os.path.basename(path)
     kind, meta = kind_of(name)
+    if kind == "other" and not looks_like_ray(path):
+        raise Undiagnosable(f"{path}: holds no line Ray writes (no Ray log prefix, relay "
+                            "prefix, crash dump or exception of Ray's); give a Ray log file, "
+                            "a session directory, or a snapshot")
     folder = os.path.dirname(path)
     return Session(folder, folder, "", [LogFile(path, name, kind, dict(meta, old=False),
                                                 st.st_size)])

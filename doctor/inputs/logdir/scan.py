@@ -122,6 +122,8 @@ class Scanner:
         for key in ("node_id", "ip", "worker_id", "pid", "job", "actor"):
             if groups.get(key):
                 names[key] = groups[key]
+        for key, value in C.names_in(text).items():
+            names.setdefault(key, value)
         for key, value in line.fields.items():
             if key in ("node_id", "worker_id", "actor_id", "job_id") and value:
                 names.setdefault("job" if key == "job_id" else key, value)
@@ -140,7 +142,7 @@ class Scanner:
         if wid and self.facts.worker_class.get(wid):
             names.setdefault("actor", self.facts.worker_class[wid])
         extra = {}
-        if entry.kind in _EXCEPTION_KINDS or entry.id in ("actor-died", "worker-died-pushed"):
+        if entry.kind in _EXCEPTION_KINDS or entry.id == "actor-died":
             extra.update(_look_ahead(lines, i, text))
         if entry.kind == "crash":
             frame = next((f for f in map(C.user_frame, lines[i + 1:i + 1 + LOOKAHEAD]) if f), None)
@@ -156,6 +158,8 @@ class Scanner:
         if entry.kind in ("node-removed", "heartbeat") and not fix:
             what, fix = C.death_fix(groups.get("message") or text)
             extra["death_kind"] = what
+        if entry.consequence:
+            extra["consequence"] = True
         self._add(entry.id, C.code_of(entry.code, log.kind), entry.kind, entry.severity, cause,
                   fix, names, text, log, node_id, ts, extra, releases=entry.releases)
 
@@ -184,6 +188,8 @@ class Scanner:
                "file": log.rel, "file_kind": log.kind, "time": ts, "last_time": ts, "count": 1,
                "line": self.r.text(_clip(text, 500)), "names": {k: self.r.text(str(v))
                                                                for k, v in names.items()}}
+        if extra.get("consequence"):
+            hit["consequence"] = True
         for key in ("exception", "frame", "death_kind"):
             if extra.get(key):
                 hit[key] = self.r.text(str(extra[key]))[:400]
@@ -228,8 +234,10 @@ def _fields(groups: dict, names: dict, process: str, log) -> dict:
         where.append(f"ip {names['ip']}")
     fields["in_who"] = f" ({', '.join(where)})" if where else ""
     fields["on_ip"] = f" on node {names['ip']}" if names.get("ip") else ""
-    fields.setdefault("exit_type", "exit type not in the line")
-    fields["detail_short"] = ""
+    if not fields.get("exit_type"):
+        fields["exit_type"] = "no exit type in the line"
+    detail = fields.get("detail") or ""
+    fields["detail_short"] = f": {_clip(detail, 160)}" if detail else ""
     return fields
 
 
