@@ -97,13 +97,16 @@ def findings(snap, code: str, already=()) -> list:
             key = (subject, hit.get("kind"), who)
         stories.setdefault(key, []).append(hit)
     out = []
+    own = {f.subject: f for f in already}
     for key, story in stories.items():
         subject = key[0]
-        if subject in taken:
-            continue
         story.sort(key=lambda h: (h.get("time") is None, h.get("time") or 0))
         root = min(story, key=lambda h: (_CAUSE_RANK.get(h.get("kind"), 9),
                                          h.get("time") is None, h.get("time") or 0))
+        if subject in taken:
+            if code == "RLD101" and subject in own:
+                _join(own[subject], story, root)
+            continue
         names = {}
         for h in story:
             for k, v in (h.get("names") or {}).items():
@@ -135,6 +138,19 @@ def findings(snap, code: str, already=()) -> list:
         if len(out) >= MAX_FINDINGS:
             break
     return out
+
+
+def _join(finding, story: list[dict], root: dict) -> None:
+    """A node's death the check told, joined with what the node's own lines say came first
+    (its agent failed, its raylet crashed): one story, in the logs' time."""
+    finding.evidence["log_lines"] = [{"time": _clock(h.get("time")), "file": h.get("file"),
+                                      "line": h.get("line"), "entry": h.get("entry")}
+                                     for h in story[:12]]
+    if _CAUSE_RANK.get(root.get("kind"), 9) < _CAUSE_RANK["heartbeat"] and \
+            root["cause"] not in finding.message:
+        finding.message += f"; first, {root['cause']} ({root.get('file')}, {_clock(root.get('time')) or 'no time'})"
+        if root.get("fix") and root["fix"] not in finding.fix:
+            finding.fix = root["fix"] + " " + finding.fix
 
 
 def also(code: str, needs: tuple = ()):

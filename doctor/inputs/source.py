@@ -112,7 +112,7 @@ def _gzip_kind(path: str) -> str:
 
 # -- the readers -------------------------------------------------------------------------
 
-def read(path: str, window_s=None, read_runs=None) -> tuple:
+def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -> tuple:
     """(snapshot, source, runs or None) of the input at `path`."""
     from rldoctor import snapshot as snapshots
 
@@ -135,18 +135,21 @@ def read(path: str, window_s=None, read_runs=None) -> tuple:
         input_kind = None
         doc = read_logs(path, window_s=window_s)
     else:
-        sessions, input_kind = _virtual(path, kind)
+        sessions, input_kind = _virtual(path, kind, stdin)
         doc = read_logs(path if path != "-" else "standard input", window_s=window_s,
                         sessions=sessions, input_kind=input_kind)
     snap = snapshots.validate(doc, str(path))
     return snap, dict(snap.get("source") or {}), None
 
 
-def _virtual(path: str, kind: str):
+def _virtual(path: str, kind: str, stdin: bytes | None = None):
     from rldoctor.inputs.logdir import files as F
 
     if kind == "stdin":
-        data = _stdin()
+        data = _stdin() if stdin is None else stdin[-STDIN_MAX_BYTES:]
+        if not data.strip():
+            raise Undiagnosable("-: standard input is empty: paste Ray's log lines, or pipe a "
+                                "file (`rldoctor check --from - < raylet.err`)")
         return [F.Session("standard input", "standard input", "", console_files(data))], "standard input"
     if kind == "log-gz":
         data = _gunzip(path)
@@ -165,9 +168,6 @@ def _stdin() -> bytes:
         data = stream.read(STDIN_MAX_BYTES + 1)
     except (OSError, ValueError) as exc:
         raise Undiagnosable(f"-: cannot read standard input: {exc}") from None
-    if not data or not data.strip():
-        raise Undiagnosable("-: standard input is empty: paste Ray's log lines, or pipe a file "
-                            "(`rldoctor check --from - < raylet.err`)")
     return data[-STDIN_MAX_BYTES:]
 
 

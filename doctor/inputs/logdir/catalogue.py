@@ -269,7 +269,7 @@ ENTRIES: tuple[Entry, ...] = (
        "the GCS removed node {node_name} ({reason}): {message}", "", ("node_name", "reason",
                                                                      "message")),
     _e("node-removed-260", ", death message = ",
-       r"death reason = (?P<reason>\w+), death message = (?P<message>.*?)"
+       r"(?:^|: ), death reason = (?P<reason>\w+), death message = (?P<message>.*?)"
        r"(?: node_id=(?P<node_id>[0-9a-f]+))?(?: node_name=(?P<node_name>\S+))?\s*$",
        "2.50-2.60 (gcs/gcs_node_manager.cc)", GCS + DRIVER, "RLD101", "node-removed",
        "the GCS removed a node ({reason}): {message}", "", ("reason", "message", "node_id")),
@@ -398,8 +398,8 @@ ENTRIES: tuple[Entry, ...] = (
        "a process's Ray or Python differs from the cluster's: {message}",
        "Install identical Ray and Python versions on every node and the driver (one image or "
        "lock file)."),
-    _e("port-bind", "Address already in use",
-       r"(?:Failed to bind|bind|address).*(?:Address already in use)", "all (the OS, EADDRINUSE)",
+    _e("port-bind", "lready in use",
+       r"(?i)(?:bind|address).*already in use", "all (the OS, EADDRINUSE)",
        ANY, "RLD101", "port", "{process} could not bind its port: another process holds it",
        "Free the port (a Ray left running from before: `ray stop` on that host, or another "
        "service) or give Ray other ports (--port, --node-manager-port, "
@@ -513,6 +513,15 @@ def match(line: str, kind: str):
         if m:
             out.append((entry, m))
     return out
+
+
+def event_fix(kind: str, message: str) -> str:
+    """The fix for an event label's line."""
+    if kind in ("node-removed", "heartbeat"):
+        return death_fix(message)[1]
+    if kind == "oom":
+        return _OOM_FIX.format(ip="<node ip>")
+    return _RAY_CHECK_FIX.format(file="the process's .err")
 
 
 def death_fix(message: str) -> tuple[str, str]:

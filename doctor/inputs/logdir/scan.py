@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from rldoctor.inputs.logdir import catalogue as C
 from rldoctor.inputs.logdir import files as F
@@ -104,7 +105,10 @@ class Scanner:
                 if m:
                     names.setdefault("node_id", m.group("node_id"))
                     names.setdefault("ip", m.group("ip"))
-                self._add(eid, C.code_of(code, kind), what, "fail", cause, "", names, message,
+                fix = C.event_fix(what, message)
+                cause = _fmt(cause, _fields({"message": message[:200]}, names,
+                                            C.process_of(kind, log.rel), log))
+                self._add(eid, C.code_of(code, kind), what, "fail", cause, fix, names, message,
                           log, node_id if kind != "gcs" else None, ts, {"message": message[:300]},
                           releases=f"event label {label}")
                 continue
@@ -124,6 +128,8 @@ class Scanner:
                 names[key] = groups[key]
         for key, value in C.names_in(text).items():
             names.setdefault(key, value)
+        if not names.get("ip") and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", groups.get("node_name") or ""):
+            names["ip"] = groups["node_name"]  # Ray names a node by its address
         for key, value in line.fields.items():
             if key in ("node_id", "worker_id", "actor_id", "job_id") and value:
                 names.setdefault("job" if key == "job_id" else key, value)

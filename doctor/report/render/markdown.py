@@ -6,7 +6,8 @@ import json
 
 from rldoctor.model import Report
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
-                                         source_line, summary_line, timeline_headline)
+                                         input_lines, source_line, summary_line,
+                                         timeline_headline)
 from rldoctor.report.timeline import when
 
 
@@ -29,7 +30,9 @@ def _finding(f) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     out = [f"## rldoctor report: {report.status.upper()}", "",
-           f"Source: `{source_line(report).strip()}`  ", summary_line(report), ""]
+           f"Source: `{source_line(report).strip()}`  ", summary_line(report),
+           *([""] + [f"- {line}" for line in input_lines(report)] if input_lines(report) else []),
+           ""]
     if report.cluster is not None:
         from rldoctor.report.render.overview import markdown_lines
 
