@@ -37,6 +37,7 @@ GZ_MAX_BYTES = 256 * 2**20
 # The relay prefix Ray's driver puts on lines it prints for other processes.
 _RELAY = re.compile(r"^(?:\x1b\[[0-9;]*m)*\((?P<who>[^()\s,]*?)(?:\s?pid=(?P<pid>[\w]+))?"
                     r"(?:,\s?ip=(?P<ip>[\d.:a-fA-F]+))?\)(?:\x1b\[[0-9;]*m)* ?")
+_RELAY_NAMES = ("raylet", "gcs_server", "autoscaler", "monitor", "dashboard", "dashboard_agent")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
@@ -188,7 +189,7 @@ def console_files(data: bytes):
         line = _REPEATED.sub("", raw)
         m = _RELAY.match(line)
         who = pid = ip = None
-        if m and (m.group("who") or m.group("pid")):
+        if m and (m.group("pid") or m.group("who") in _RELAY_NAMES):
             who, pid, ip = m.group("who") or "", m.group("pid"), m.group("ip")
             line = line[m.end():]
         line = _ANSI.sub("", line)

@@ -188,8 +188,10 @@ def _notes(facts: Facts, sessions, version, doc) -> list[str]:
     else:
         vt = _version_tuple(version)
         if vt and not (KNOWN_RAY[0] <= vt <= KNOWN_RAY[1]):
-            notes.append(f"Ray {version} is outside the releases whose log lines rldoctor "
-                         f"knows (2.40 to 2.60): what it did not recognize is not reported")
+            notes.append(f"Ray {version} is outside the releases whose GCS and raylet lines "
+                         f"rldoctor joins into nodes, actors and jobs (2.40 to 2.60): what it "
+                         f"did not recognize is not reported; its catalogue of Ray's crash, "
+                         f"kill and error lines (2.0 to 2.60) was read all the same")
     names = sorted({s.name for s in sessions if s.name})
     if len(names) > 1:
         notes.append(f"{len(names)} different sessions ({', '.join(names[:4])}): logs of more "

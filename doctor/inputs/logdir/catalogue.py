@@ -61,7 +61,7 @@ class Entry:
 _RAY_CHECK_FIX = ("A failed internal check is a bug in Ray or a state it did not expect: read the "
                   "stack after the line in {file}, search Ray's issues for the check's text, and "
                   "upgrade Ray (or report it with that stack). Restart the process's node.")
-_NATIVE_FIX = ("A signal in a worker comes from native code (the env's simulator, a C extension, "
+NATIVE_FIX = _NATIVE_FIX = ("A signal in a worker comes from native code (the env's simulator, a C extension, "
                "a CUDA library): run the env alone under `python -X faulthandler` to reproduce "
                "it, fix or pin that library, and in RLlib contain it with "
                "`config.fault_tolerance(restart_failed_sub_environments=True)`.")

@@ -160,13 +160,16 @@ class Scanner:
         process = C.process_of(log.kind, os.path.basename(log.rel))
         fields = _fields(groups, names, process, log)
         cause = _fmt(entry.cause, fields)
+        code = C.code_of(entry.code, log.kind)
         fix = _fmt(entry.fix, fields) if entry.fix else ""
+        if entry.code == "by-process" and code == "RLD403":
+            fix = C.NATIVE_FIX  # a worker's crash: its native code, not Ray's
         if entry.kind in ("node-removed", "heartbeat") and not fix:
             what, fix = C.death_fix(groups.get("message") or text)
             extra["death_kind"] = what
         if entry.consequence:
             extra["consequence"] = True
-        self._add(entry.id, C.code_of(entry.code, log.kind), entry.kind, entry.severity, cause,
+        self._add(entry.id, code, entry.kind, entry.severity, cause,
                   fix, names, text, log, node_id, ts, extra, releases=entry.releases)
 
     def _add(self, eid, code, kind, severity, cause, fix, names, text, log, node_id, ts, extra,

@@ -1,0 +1,136 @@
+"""Record the Ray-written cases of fixtures/userlogs/ from a real local Ray cluster.
+
+    python tests/record_userlogs.py
+
+One single-node cluster (the venv's Ray) runs a driver whose actors fail as users' do: one
+segfaults in native code (`ctypes.string_at(0)`), one raises in __init__ because a module
+is missing, one whose method raises; a healthy one answers. The files Ray wrote are copied
+as Ray laid them out: each failing worker's .err on its own (fixtures/userlogs/ray<ver>-*/),
+and the whole session of a second, healthy run (fixtures/userlogs/healthy-ray<ver>/, trimmed
+like fixtures/sessions) which must read clean.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from localcluster import LocalCluster, NodeSpec  # noqa: E402
+from record_sessions import gather, trim  # noqa: E402
+
+OUT = HERE.parent / "fixtures" / "userlogs"
+
+FAILING = r'''
+import ctypes, time
+@ray.remote(max_restarts=0)
+class CrashyEnv:
+    def step(self):
+        return ctypes.string_at(0)
+@ray.remote(max_restarts=0)
+class NeedsModule:
+    def __init__(self):
+        import my_private_env_package  # not installed on the node
+    def ping(self):
+        return 1
+@ray.remote
+class Raises:
+    def step(self):
+        raise ValueError("reward is NaN at step 17")
+for name, cls, call in (("CrashyEnv", CrashyEnv, "step"), ("NeedsModule", NeedsModule, "ping"),
+                        ("Raises", Raises, "step")):
+    a = cls.remote()
+    try:
+        ray.get(getattr(a, call).remote(), timeout=60)
+    except Exception as exc:
+        print("=>", name, type(exc).__name__)
+time.sleep(3)
+'''
+HEALTHY = r'''
+@ray.remote
+class Fine:
+    def step(self, x):
+        return x + 1
+actors = [Fine.remote() for _ in range(2)]
+print("=>", sum(ray.get([a.step.remote(i) for i, a in enumerate(actors)])))
+'''
+
+
+def _session(cluster: LocalCluster) -> Path:
+    return (cluster.temp_dir / "session_latest").resolve()
+
+
+def _copy(src: Path, case: str, expected: dict, source: str) -> None:
+    root = OUT / case
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "logs").mkdir(parents=True)
+    shutil.copy(src, root / "logs" / src.name)
+    expected = dict(expected, **{"from": f"logs/{src.name}"})
+    (root / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    (root / "SOURCE").write_text(source + "\n")
+
+
+def _console(cluster: LocalCluster, code: str) -> str:
+    """What the driver printed, Ray's relayed lines included (as a user's terminal holds it)."""
+    import subprocess
+
+    prologue = ("import ray, logging\n"
+                f"ray.init(address={cluster.address!r}, namespace='drivers')\n")
+    proc = subprocess.run([*cluster.client_prefix, sys.executable, "-u", "-c", prologue + code],
+                          capture_output=True, text=True, timeout=240, env=cluster.client_env())
+    return proc.stdout + proc.stderr
+
+
+def main() -> int:
+    import ray
+
+    ver = ".".join(ray.__version__.split(".")[:2])
+    tag = "ray" + ver.replace(".", "")
+    wrote = f"written by Ray {ray.__version__} on a local cluster (tests/record_userlogs.py)"
+    with LocalCluster([NodeSpec(num_cpus=4)], dashboard=False) as cluster:
+        console = _console(cluster, FAILING)
+        time.sleep(2)
+        logs = _session(cluster) / "logs"
+        errs = sorted(logs.glob("worker-*.err")) + sorted((logs / "old").glob("worker-*.err"))
+        for err in errs:
+            text = err.read_text(errors="replace")
+            pid = err.name.rsplit("-", 1)[-1].split(".")[0]
+            if "Fatal Python error" in text:
+                _copy(err, f"{tag}-worker-segfault", {"code": "RLD403", "names": {"pid": pid},
+                      "holds": ["Segmentation fault"], "ray": ver}, wrote)
+            elif "Exception raised in creation task" in text:
+                _copy(err, f"{tag}-creation-task", {"code": "RLD405", "names": {"pid": pid},
+                      "holds": ["ModuleNotFoundError", "my_private_env_package"], "ray": ver}, wrote)
+    root = OUT / f"{tag}-driver-console"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    (root / "stdin.txt").write_text(console)
+    (root / "expected.json").write_text(json.dumps(
+        {"from": "-", "code": "RLD405", "names": {}, "holds": ["my_private_env_package"],
+         "ray": ver}, indent=1) + "\n")
+    (root / "SOURCE").write_text(wrote + ": the driver's console (pasted, `check --from -`)\n")
+    with LocalCluster([NodeSpec(num_cpus=2)], dashboard=True) as cluster:
+        print(cluster.run_driver(HEALTHY, timeout=240))
+        time.sleep(3)
+        raw = Path("/tmp") / f"rldoctor-raw-healthy-{tag}"
+        shutil.rmtree(raw, ignore_errors=True)
+        gather(cluster, raw)
+    from rldoctor.inputs.logdir import read_logs
+
+    hits = read_logs(str(raw))["log_lines"]["items"]  # the whole session, before the trim
+    if hits:
+        print("a healthy session gave hits:", json.dumps(hits, indent=1)[:3000])
+        return 1
+    trim(raw, OUT / f"healthy-{tag}")
+    print("recorded", sorted(p.name for p in OUT.glob(f"*{tag}*")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
