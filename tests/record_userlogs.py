@@ -1,6 +1,6 @@
 """Record the Ray-written cases of fixtures/userlogs/ from a real local Ray cluster.
 
-    python tests/record_userlogs.py
+    python tests/record_userlogs.py [BIN_DIR]   # BIN_DIR: another Ray's venv (tests/ray_venvs.py)
 
 One single-node cluster (the venv's Ray) runs a driver whose actors fail as users' do: one
 segfaults in native code (`ctypes.string_at(0)`), one raises in __init__ because a module
@@ -82,18 +82,22 @@ def _console(cluster: LocalCluster, code: str) -> str:
 
     prologue = ("import ray, logging\n"
                 f"ray.init(address={cluster.address!r}, namespace='drivers')\n")
-    proc = subprocess.run([*cluster.client_prefix, sys.executable, "-u", "-c", prologue + code],
+    proc = subprocess.run([*cluster.client_prefix, cluster.python, "-u", "-c", prologue + code],
                           capture_output=True, text=True, timeout=240, env=cluster.client_env())
     return proc.stdout + proc.stderr
 
 
 def main() -> int:
-    import ray
+    import subprocess
 
-    ver = ".".join(ray.__version__.split(".")[:2])
+    bin_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    python = str(bin_dir / "python") if bin_dir else sys.executable
+    version = subprocess.run([python, "-c", "import ray; print(ray.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ver = ".".join(version.split(".")[:2])
     tag = "ray" + ver.replace(".", "")
-    wrote = f"written by Ray {ray.__version__} on a local cluster (tests/record_userlogs.py)"
-    with LocalCluster([NodeSpec(num_cpus=4)], dashboard=False) as cluster:
+    wrote = f"written by Ray {version} on a local cluster (tests/record_userlogs.py)"
+    with LocalCluster([NodeSpec(num_cpus=4)], dashboard=False, bin_dir=bin_dir) as cluster:
         console = _console(cluster, FAILING)
         time.sleep(2)
         logs = _session(cluster) / "logs"
@@ -115,8 +119,8 @@ def main() -> int:
         {"from": "-", "code": "RLD405", "names": {}, "holds": ["my_private_env_package"],
          "ray": ver}, indent=1) + "\n")
     (root / "SOURCE").write_text(wrote + ": the driver's console (pasted, `check --from -`)\n")
-    with LocalCluster([NodeSpec(num_cpus=2)], dashboard=True) as cluster:
-        print(cluster.run_driver(HEALTHY, timeout=240))
+    with LocalCluster([NodeSpec(num_cpus=2)], dashboard=True, bin_dir=bin_dir) as cluster:
+        print(_console(cluster, HEALTHY)[-300:])
         time.sleep(3)
         raw = Path("/tmp") / f"rldoctor-raw-healthy-{tag}"
         shutil.rmtree(raw, ignore_errors=True)
