@@ -330,7 +330,7 @@ def lines_of(done: Read) -> list[str]:
     return head + tail
 
 
-def marked_lines(done: Read, markers: tuple[bytes, ...]) -> list[str]:
+def marked_lines(done: Read, markers: tuple[bytes, ...], pattern=None) -> list[str]:
     """Only the lines that hold one of `markers`, found without splitting the whole text.
 
     bytes.find runs at memory speed; a line is decoded only when it holds a marker. This
@@ -352,6 +352,11 @@ def marked_lines(done: Read, markers: tuple[bytes, ...]) -> list[str]:
                 end = len(data) if end < 0 else end
                 spans.add((begin, end))
                 start = end + 1
+        if pattern is not None:  # a compiled bytes regex: the lines it finds too
+            for m in pattern.finditer(data):
+                begin = data.rfind(b"\n", 0, m.start()) + 1
+                end = data.find(b"\n", m.start())
+                spans.add((begin, len(data) if end < 0 else end))
         for begin, end in spans:
             if part == 1 and done.skipped and begin == 0:
                 continue  # the tail's first, cut line

@@ -21,9 +21,11 @@ from rldoctor.inputs.logdir import catalogue as C
 from rldoctor.inputs.logdir import files as F
 from rldoctor.inputs.logdir.lines import parse
 
-SCAN_FILE_BYTES = 16 * 2**20  # read from the end of one file
-SCAN_TOTAL_BYTES = 256 * 2**20
-FULL_READ_BYTES = 4 * 2**20  # files this small are read line by line, not by marker
+SCAN_FILE_BYTES = 8 * 2**20  # read from the end of one file (and its first 256 KiB)
+SCAN_TOTAL_BYTES = 64 * 2**20  # over the input: the smallest files first (.err, crash dumps)
+SMALL_BYTES = 256 * 1024  # files this small are read line by line, larger ones by marker
+# the lines of a fatal error that carry no fixed marker: glog's `F1206 ...`, spdlog's level C/F
+_FATAL_PREFIX = re.compile(rb"(?m)^(?:F\d{4} \d\d:\d\d|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3} [CF] )")
 LOOKAHEAD = 80  # lines after a hit searched for its exception and the user's frame
 MAX_HITS = 400
 _CONTEXT_MARKERS = (b'File "', b"Error", b"Exception", b"Exit")
@@ -59,9 +61,12 @@ class Scanner:
         done = F.read(log, self.budget)
         if done.problem:
             return
-        whole = (len(done.head) + len(done.tail)) <= FULL_READ_BYTES or _is_err(log)
-        lines = F.lines_of(done) if whole else F.marked_lines(done, C.MARKERS + _CONTEXT_MARKERS)
         unmarked = _is_err(log)
+        if (len(done.head) + len(done.tail)) <= SMALL_BYTES:
+            lines = F.lines_of(done)  # small: every line (a stack's frames and its exception)
+        else:  # found at memory speed: only the lines that hold a marker (or a fatal prefix)
+            lines = F.marked_lines(done, C.MARKERS + _CONTEXT_MARKERS,
+                                   _FATAL_PREFIX if unmarked else None)
         for i, raw in enumerate(lines):
             text = raw.rstrip()
             if not text:
@@ -269,10 +274,10 @@ def _clip(text: str, limit: int) -> str:
 def scan(sessions, facts, redactor, session_nodes: dict) -> dict:
     """The `log_lines` section: every hit of every file of `sessions`."""
     scanner = Scanner(facts, redactor)
-    for session in sessions:
-        node_id = session_nodes.get(session.root)
-        for log in session.files:
-            scanner.file(log, node_id)
+    every = [(log.size, i, log, session_nodes.get(session.root))
+             for i, session in enumerate(sessions) for log in session.files]
+    for _size, _i, log, node_id in sorted(every, key=lambda x: (x[0], x[1], x[2].rel)):
+        scanner.file(log, node_id)
     hits = sorted(scanner.hits, key=lambda h: (h["time"] is None, h["time"] or 0, h["file"]))
     return {"items": hits, "files": scanner.files, "kinds": dict(sorted(scanner.kinds.items())),
             "truncated": len(scanner.hits) >= MAX_HITS,
