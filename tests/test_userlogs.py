@@ -173,3 +173,55 @@ def test_a_healthy_session_reads_clean(name):
     assert [(f.code, f.message) for f in found if f.evidence.get("from") == "Ray's log lines"
             or f.code in ("RLD101", "RLD402", "RLD404", "RLD405", "RLD107", "RLD305")] == []
     assert src["input"]["kind"] == "session directory"
+
+
+def test_pasted_lines_are_split_by_the_process_their_relay_prefix_names():
+    pasted = ("\x1b[2m\x1b[36m(SingleAgentEnvRunner pid=5195, ip=10.0.0.11)\x1b[0m Fatal Python "
+              "error: Segmentation fault [repeated 3x across cluster]\n"
+              "(raylet, ip=10.0.0.12) [2026-01-01 00:00:00,000 E 1 1] (raylet) x.cc:1: boom\n"
+              "(pid=gcs_server) [2026-01-01 00:00:01,000 E 2 2] (gcs_server) y.cc:2: bang\n"
+              "(pid=4321) plain worker line\n"
+              "(1) raylet crashes unexpectedly (OOM, etc.)\n").encode()
+    files = {f.rel: f for f in source.console_files(pasted)}
+    runner = files["(SingleAgentEnvRunner pid=5195, ip=10.0.0.11)"]
+    assert runner.kind == "console-worker"
+    assert runner.meta == {"old": False, "pid": "5195", "ip": "10.0.0.11", "who": "SingleAgentEnvRunner"}
+    assert runner.data == b"Fatal Python error: Segmentation fault\n"
+    assert files["(raylet, ip=10.0.0.12)"].kind == "console-raylet"
+    assert files["(gcs_server)"].kind == "console-gcs"
+    assert files["(pid=4321)"].kind == "console-worker"
+    assert files["pasted lines"].data.startswith(b"(1) raylet crashes")  # no relay prefix
+    snap, _, _ = source.read("-", stdin=pasted)
+    [crash] = [f for f in _findings(snap) if f.code == "RLD403"]
+    assert "SingleAgentEnvRunner" in crash.message and "5195" in crash.message
+
+
+def test_a_tarball_is_read_in_memory_and_its_links_and_escapes_are_skipped(tmp_path):
+    import io
+    import tarfile
+
+    tar_path = tmp_path / "logs.tgz"
+    with tarfile.open(tar_path, "w:gz") as tar:
+        def add(name, data=b"", kind=tarfile.REGTYPE, link=""):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.size = kind, link, len(data)
+            tar.addfile(info, io.BytesIO(data) if data else None)
+        add("../escape/raylet.err", b"*** SIGSEGV received at time=1 on cpu 0 ***\n")
+        add("n1/logs/raylet.err", kind=tarfile.SYMTYPE, link="/etc/passwd")
+        add("n1/logs/worker-" + "a" * 56 + "-01000000-77.err",
+            b"Fatal Python error: Aborted\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    snap, src, _ = source.read(str(tar_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing extracted
+    assert src["input"]["kind"] == "tarball of logs" and src["input"]["files"] == 1
+    [crash] = [f for f in _findings(snap) if f.code == "RLD403"]
+    assert "Aborted" in crash.message and "77" in crash.message
+
+
+def test_a_fifo_or_a_device_is_refused_with_one_line(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(Undiagnosable):
+        source.read(str(fifo))
+    out = run_rldoctor("check", "--from", str(fifo))
+    assert out.code == 3 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
