@@ -13,6 +13,7 @@ like fixtures/sessions) which must read clean.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -87,6 +88,79 @@ def _console(cluster: LocalCluster, code: str) -> str:
     return proc.stdout + proc.stderr
 
 
+def _pids_running(cluster: LocalCluster, index: int, program: str) -> list[int]:
+    """Pids of node `index` whose command line holds `program` anywhere."""
+    from localcluster import _pids_of
+
+    found = []
+    for pid in _pids_of(sid=cluster.nodes[index].sid):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.decode(errors="replace").endswith(program) for a in args):
+            found.append(pid)
+    return found
+
+
+def _node_dead_in_gcs(cluster: LocalCluster, node_id: str) -> bool:
+    gcs = _session(cluster) / "logs" / "gcs_server.out"
+    text = gcs.read_text(errors="replace") if gcs.exists() else ""
+    return node_id in text and ("death reason" in text or "health check failed" in text)
+
+
+def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: str, sig: int,
+                 holds: list[str]) -> None:
+    """A two-node cluster whose worker node loses `program` to `sig`: the head's and the
+    node's session directories as a log volume holds them, and the node's most telling file
+    alone."""
+    import signal as _signal  # noqa: F401
+
+    from record_sessions import node_temp_dirs, per_node_temp_dirs
+
+    specs = [NodeSpec(num_cpus=0), NodeSpec(num_cpus=1)]
+    cluster = LocalCluster(specs, dashboard=True, bin_dir=bin_dir)
+    per_node_temp_dirs(specs, cluster)
+    with cluster:
+        node_id = cluster.nodes[1].node_id
+        [pid] = _pids_running(cluster, 1, program)[:1]
+        os.kill(pid, sig)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not _node_dead_in_gcs(cluster, node_id):
+            time.sleep(1)
+        time.sleep(2)
+        raw = Path("/tmp") / f"rldoctor-raw-{tag}-{case}"
+        shutil.rmtree(raw, ignore_errors=True)
+        gather(cluster, raw)
+        del node_temp_dirs
+    root = OUT / f"{tag}-{case}"
+    trim(raw, root)
+    (root / "expected.json").write_text(json.dumps(
+        {"from": ".", "code": "RLD101", "names": {"node_id": node_id}, "holds": holds,
+         "ray": ver}, indent=1) + "\n")
+    (root / "SOURCE").write_text(f"{wrote}: {program} of the worker node killed with "
+                                 f"signal {sig}; node0 is the head, node1 the broken node\n")
+    logs = next((root / "node1").iterdir()) / "logs"
+    single = OUT / f"{tag}-{case}-one-file"
+    best = max((p for p in logs.glob("raylet*.err")), key=lambda p: p.stat().st_size, default=None)
+    if best is None or best.stat().st_size == 0:
+        best = logs / "raylet.out"
+    shutil.rmtree(single, ignore_errors=True)
+    (single / "logs").mkdir(parents=True)
+    shutil.copy(best, single / "logs" / best.name)
+    (single / "expected.json").write_text(json.dumps(
+        {"from": f"logs/{best.name}", "code": "RLD101", "names": {}, "holds": holds,
+         "ray": ver}, indent=1) + "\n")
+    (single / "SOURCE").write_text(f"{wrote}: the broken node's {best.name} alone (from "
+                                   f"{tag}-{case})\n")
+    print("recorded", root.name, single.name, "node", node_id[:12], "dead:",
+          _node_dead_in_gcs_file(raw))
+
+
+def _node_dead_in_gcs_file(raw: Path) -> bool:
+    return any("death reason" in p.read_text(errors="replace") for p in raw.rglob("gcs_server*.out"))
+
+
 def main() -> int:
     import subprocess
 
@@ -97,6 +171,15 @@ def main() -> int:
     ver = ".".join(version.split(".")[:2])
     tag = "ray" + ver.replace(".", "")
     wrote = f"written by Ray {version} on a local cluster (tests/record_userlogs.py)"
+    import signal
+
+    if not os.environ.get("RLDOCTOR_SKIP_SIGABRT"):
+        _broken_node(tag, ver, wrote, bin_dir, "raylet-sigabrt", "raylet", signal.SIGABRT,
+                     ["SIGABRT"])
+    _broken_node(tag, ver, wrote, bin_dir, "agent-killed", "ray::DashboardAgent", signal.SIGKILL,
+                 ["agent"])
+    if os.environ.get("RLDOCTOR_BROKEN_NODES_ONLY"):
+        return 0
     with LocalCluster([NodeSpec(num_cpus=4)], dashboard=False, bin_dir=bin_dir) as cluster:
         console = _console(cluster, FAILING)
         time.sleep(2)

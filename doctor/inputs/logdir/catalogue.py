@@ -400,7 +400,7 @@ ENTRIES: tuple[Entry, ...] = (
        "lock file)."),
     _e("port-bind", "lready in use",
        r"(?i)(?:bind|address).*already in use", "all (the OS, EADDRINUSE)",
-       ANY, "RLD101", "port", "{process} could not bind its port: another process holds it",
+       RAYLET + GCS + ("agent", "runtime_env"), "RLD101", "port", "{process} could not bind its port: another process holds it",
        "Free the port (a Ray left running from before: `ray stop` on that host, or another "
        "service) or give Ray other ports (--port, --node-manager-port, "
        "--dashboard-agent-listen-port, --runtime-env-agent-port, --min-worker-port)."),
@@ -489,6 +489,19 @@ def process_of(kind: str, name: str) -> str:
     if kind in ("worker", "core_worker", "console-worker"):
         return "a worker"
     return "a Ray process"
+
+
+_COMPONENT = re.compile(r"^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3} [TDIWECF] \d+ \d+\] "
+                        r"\((?P<c>raylet|gcs_server)\) ")
+
+
+def writer_kind(text: str, kind: str) -> str:
+    """The kind of the process that wrote the line: its `(raylet)`/`(gcs_server)` tag when it
+    has one (an agent's log quotes its raylet's lines), else the file's."""
+    m = _COMPONENT.match(text)
+    if not m:
+        return kind
+    return "raylet" if m.group("c") == "raylet" else "gcs"
 
 
 def code_of(entry_code: str, kind: str) -> str:

@@ -162,10 +162,11 @@ class Scanner:
         if entry.id == "ray-task-error" and not extra.get("exception"):
             return  # a remote call named in a traceback that raised nothing here
         groups.update(extra)
-        process = C.process_of(log.kind, os.path.basename(log.rel))
+        writer = C.writer_kind(text, log.kind)
+        process = C.process_of(writer, os.path.basename(log.rel))
         fields = _fields(groups, names, process, log)
         cause = _fmt(entry.cause, fields)
-        code = C.code_of(entry.code, log.kind)
+        code = C.code_of(entry.code, writer)
         fix = _fmt(entry.fix, fields) if entry.fix else ""
         if entry.code == "by-process" and code == "RLD403":
             fix = C.NATIVE_FIX  # a worker's crash: its native code, not Ray's
