@@ -157,6 +157,43 @@ def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: st
           _node_dead_in_gcs_file(raw))
 
 
+def _gcs_out_of_files(tag: str, ver: str, wrote: str, bin_dir) -> None:
+    """The GCS at its open-files limit: its limit lowered (prlimit) and connections opened
+    to its port until it cannot accept more; its gcs_server.err then holds gRPC's line."""
+    import resource
+    import socket
+
+    with LocalCluster([NodeSpec(num_cpus=1)], dashboard=False, bin_dir=bin_dir) as cluster:
+        [gcs] = _pids_running(cluster, 0, "gcs_server")[:1]
+        used = len(os.listdir(f"/proc/{gcs}/fd"))
+        resource.prlimit(gcs, resource.RLIMIT_NOFILE, (used + 8, used + 8))
+        socks = []
+        host, port = cluster.address.rsplit(":", 1)
+        for _ in range(64):
+            try:
+                socks.append(socket.create_connection((host, int(port)), timeout=2))
+            except OSError:
+                break
+        time.sleep(3)
+        for sock in socks:
+            sock.close()
+        err = _session(cluster) / "logs" / "gcs_server.err"
+        text = err.read_text(errors="replace") if err.exists() else ""
+        if "Too many open files" not in text:
+            raise RuntimeError(f"the GCS did not run out of files: {text[-500:]}")
+        root = OUT / f"{tag}-gcs-open-files"
+        shutil.rmtree(root, ignore_errors=True)
+        (root / "logs").mkdir(parents=True)
+        lines = text.splitlines()
+        (root / "logs" / "gcs_server.err").write_text("\n".join(lines[:200]) + "\n")
+    (root / "expected.json").write_text(json.dumps(
+        {"from": "logs/gcs_server.err", "code": "RLD107", "names": {},
+         "holds": ["Too many open files", "the GCS"], "ray": ver}, indent=1) + "\n")
+    (root / "SOURCE").write_text(f"{wrote}: the GCS's open-files limit lowered with prlimit, "
+                                 "then connections opened to its port (its first 200 lines)\n")
+    print("recorded", root.name)
+
+
 def _node_dead_in_gcs_file(raw: Path) -> bool:
     return any("death reason" in p.read_text(errors="replace") for p in raw.rglob("gcs_server*.out"))
 
@@ -173,6 +210,9 @@ def main() -> int:
     wrote = f"written by Ray {version} on a local cluster (tests/record_userlogs.py)"
     import signal
 
+    if os.environ.get("RLDOCTOR_GCS_FDS_ONLY"):
+        _gcs_out_of_files(tag, ver, wrote, bin_dir)
+        return 0
     if not os.environ.get("RLDOCTOR_SKIP_SIGABRT"):
         _broken_node(tag, ver, wrote, bin_dir, "raylet-sigabrt", "raylet", signal.SIGABRT,
                      ["SIGABRT"])

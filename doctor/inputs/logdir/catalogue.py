@@ -369,6 +369,10 @@ ENTRIES: tuple[Entry, ...] = (
     _e("accept4-fds", "Too many open files", r"(?P<what>Failed accept4|accept)?.*Too many open files",
        "all (gRPC's tcp_server_posix.cc, the OS's errno 24)", ANY, "RLD107", "fds",
        "{process} ran out of file descriptors (\"Too many open files\")", _FDS_FIX),
+    _e("fd-limit-grpc", "File descriptor limit reached",
+       r"File descriptor limit reached", "2.4x-2.60 (gRPC's tcp_server_posix.cc, newer gRPC)",
+       ANY, "RLD107", "fds", "{process} reached its open-files limit (gRPC: \"File descriptor "
+       "limit reached\")", _FDS_FIX),
     _e("threads", "can't start new thread", r"can't start new thread", "all (Python)", ANY,
        "RLD107", "threads", "{process} could not start a thread (the process/thread limit)",
        _THREADS_FIX),
