@@ -109,14 +109,11 @@ def _node_dead_in_gcs(cluster: LocalCluster, node_id: str) -> bool:
     return node_id in text and ("death reason" in text or "health check failed" in text)
 
 
-def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: str, sig: int,
-                 holds: list[str]) -> None:
-    """A two-node cluster whose worker node loses `program` to `sig`: the head's and the
-    node's session directories as a log volume holds them, and the node's most telling file
-    alone."""
-    import signal as _signal  # noqa: F401
-
-    from record_sessions import node_temp_dirs, per_node_temp_dirs
+def break_node(bin_dir, program: str, sig: int, into: Path) -> str:
+    """A two-node cluster whose worker node loses `program` to `sig`; both nodes' session
+    directories gathered into `into` (node0 the head, node1 the broken node) once the GCS
+    wrote the node's death. Returns the broken node's id."""
+    from record_sessions import per_node_temp_dirs
 
     specs = [NodeSpec(num_cpus=0), NodeSpec(num_cpus=1)]
     cluster = LocalCluster(specs, dashboard=True, bin_dir=bin_dir)
@@ -129,10 +126,23 @@ def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: st
         while time.monotonic() < deadline and not _node_dead_in_gcs(cluster, node_id):
             time.sleep(1)
         time.sleep(2)
-        raw = Path("/tmp") / f"rldoctor-raw-{tag}-{case}"
-        shutil.rmtree(raw, ignore_errors=True)
-        gather(cluster, raw)
-        del node_temp_dirs
+        shutil.rmtree(into, ignore_errors=True)
+        gather(cluster, into)
+    return node_id
+
+
+def telling_file(node_dir: Path) -> Path:
+    """The broken node's most telling file: its raylet.err (its raylet.out when empty)."""
+    logs = next(node_dir.iterdir()) / "logs"
+    best = max(logs.glob("raylet*.err"), key=lambda p: p.stat().st_size, default=None)
+    return best if best is not None and best.stat().st_size else logs / "raylet.out"
+
+
+def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: str, sig: int,
+                 holds: list[str]) -> None:
+    """The broken node's files as a log volume holds them, and its most telling file alone."""
+    raw = Path("/tmp") / f"rldoctor-raw-{tag}-{case}"
+    node_id = break_node(bin_dir, program, sig, raw)
     root = OUT / f"{tag}-{case}"
     trim(raw, root)
     (root / "expected.json").write_text(json.dumps(
@@ -140,11 +150,8 @@ def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: st
          "ray": ver}, indent=1) + "\n")
     (root / "SOURCE").write_text(f"{wrote}: {program} of the worker node killed with "
                                  f"signal {sig}; node0 is the head, node1 the broken node\n")
-    logs = next((root / "node1").iterdir()) / "logs"
+    best = telling_file(root / "node1")
     single = OUT / f"{tag}-{case}-one-file"
-    best = max((p for p in logs.glob("raylet*.err")), key=lambda p: p.stat().st_size, default=None)
-    if best is None or best.stat().st_size == 0:
-        best = logs / "raylet.out"
     shutil.rmtree(single, ignore_errors=True)
     (single / "logs").mkdir(parents=True)
     shutil.copy(best, single / "logs" / best.name)
@@ -153,13 +160,12 @@ def _broken_node(tag: str, ver: str, wrote: str, bin_dir, case: str, program: st
          "ray": ver}, indent=1) + "\n")
     (single / "SOURCE").write_text(f"{wrote}: the broken node's {best.name} alone (from "
                                    f"{tag}-{case})\n")
-    print("recorded", root.name, single.name, "node", node_id[:12], "dead:",
-          _node_dead_in_gcs_file(raw))
+    print("recorded", root.name, single.name, "node", node_id[:12])
 
 
-def _gcs_out_of_files(tag: str, ver: str, wrote: str, bin_dir) -> None:
+def gcs_out_of_files(bin_dir) -> str:
     """The GCS at its open-files limit: its limit lowered (prlimit) and connections opened
-    to its port until it cannot accept more; its gcs_server.err then holds gRPC's line."""
+    to its port until it cannot accept more. Returns its gcs_server.err."""
     import resource
     import socket
 
@@ -178,24 +184,23 @@ def _gcs_out_of_files(tag: str, ver: str, wrote: str, bin_dir) -> None:
         for sock in socks:
             sock.close()
         err = _session(cluster) / "logs" / "gcs_server.err"
-        text = err.read_text(errors="replace") if err.exists() else ""
-        if "Too many open files" not in text:
-            raise RuntimeError(f"the GCS did not run out of files: {text[-500:]}")
-        root = OUT / f"{tag}-gcs-open-files"
-        shutil.rmtree(root, ignore_errors=True)
-        (root / "logs").mkdir(parents=True)
-        lines = text.splitlines()
-        (root / "logs" / "gcs_server.err").write_text("\n".join(lines[:200]) + "\n")
+        return err.read_text(errors="replace") if err.exists() else ""
+
+
+def _gcs_out_of_files(tag: str, ver: str, wrote: str, bin_dir) -> None:
+    text = gcs_out_of_files(bin_dir)
+    if "Too many open files" not in text:
+        raise RuntimeError(f"the GCS did not run out of files: {text[-500:]}")
+    root = OUT / f"{tag}-gcs-open-files"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "gcs_server.err").write_text("\n".join(text.splitlines()[:200]) + "\n")
     (root / "expected.json").write_text(json.dumps(
         {"from": "logs/gcs_server.err", "code": "RLD107", "names": {},
          "holds": ["Too many open files", "the GCS"], "ray": ver}, indent=1) + "\n")
     (root / "SOURCE").write_text(f"{wrote}: the GCS's open-files limit lowered with prlimit, "
                                  "then connections opened to its port (its first 200 lines)\n")
     print("recorded", root.name)
-
-
-def _node_dead_in_gcs_file(raw: Path) -> bool:
-    return any("death reason" in p.read_text(errors="replace") for p in raw.rglob("gcs_server*.out"))
 
 
 def main() -> int:
