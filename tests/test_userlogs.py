@@ -225,3 +225,14 @@ def test_a_fifo_or_a_device_is_refused_with_one_line(tmp_path):
         source.read(str(fifo))
     out = run_rldoctor("check", "--from", str(fifo))
     assert out.code == 3 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_timeline_tells_the_node_story_in_the_logs_time():
+    from rldoctor.report import timeline
+
+    snap, _, _ = source.read(str(CORPUS / "ray260-agent-killed"))
+    rows = timeline.build(snap)
+    kinds = [r["kind"] for r in rows]
+    assert "agent_failed" in kinds and "node_dead" in kinds
+    assert kinds.index("agent_failed") <= kinds.index("node_dead")
+    assert all(r["time"] and r["time"].startswith("2026-12-06") for r in rows)
