@@ -65,15 +65,13 @@ def kind_of(path: str) -> str:
     if len(head) > 262 and head[257:262] == b"ustar":
         return "log-tarball"
     stripped = head.lstrip()
-    if stripped.startswith(b"{"):
-        if b'"schema"' in head and b"rldoctor" in head:
-            return "snapshot"
-        if name == "result.json" or b'"training_iteration"' in head:
-            return "runs"
-        if name.endswith(".json") and not name.startswith("event_"):
-            return "snapshot"  # its reader says what is wrong with it
-    if name in ("result.json", "progress.csv"):
+    if name in ("result.json", "progress.csv") or (
+            stripped.startswith(b"{") and b'"training_iteration"' in head):
         return "runs"
+    if stripped.startswith(b"{") and b'"schema"' in head and b"rldoctor" in head:
+        return "snapshot"
+    if name.endswith(".json") and not name.startswith("event_"):
+        return "snapshot"  # whatever it holds: its reader says what is wrong with it
     return "logs"
 
 
@@ -251,6 +249,8 @@ def _tar_sessions(path: str):
                 if member.size > want:
                     f.seek(member.size - want)
                 data = f.read(want)
+                if kind == "other" and not F.looks_like_ray("", data):
+                    continue  # a file that holds nothing Ray writes
                 total += len(data)
                 folder = "/".join(parts[:-1])
                 sub = parts[-2] if len(parts) > 1 else ""
@@ -264,7 +264,8 @@ def _tar_sessions(path: str):
     except OSError as exc:
         raise Undiagnosable(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not by_dir:
-        raise Undiagnosable(f"{path}: the tarball holds no log file")
+        raise Undiagnosable(f"{path}: not an rldoctor bundle (no manifest.json) and no Ray log "
+                            "file in it: nothing to diagnose")
     sessions = []
     for folder, logs in sorted(by_dir.items()):
         parts = PurePosixPath(folder).parts
