@@ -149,8 +149,10 @@ def _join(finding, story: list[dict], root: dict) -> None:
     if _CAUSE_RANK.get(root.get("kind"), 9) < _CAUSE_RANK["heartbeat"] and \
             root["cause"] not in finding.message:
         finding.message += f"; first, {root['cause']} ({root.get('file')}, {_clock(root.get('time')) or 'no time'})"
-        if root.get("fix") and root["fix"] not in finding.fix:
-            finding.fix = root["fix"] + " " + finding.fix
+    told = root.get("death_kind") not in (None, "unknown", "heartbeat") or \
+        _CAUSE_RANK.get(root.get("kind"), 9) < _CAUSE_RANK["heartbeat"]
+    if told and root.get("fix") and root["fix"] not in finding.fix:
+        finding.fix = root["fix"] + " " + finding.fix  # the fix that fits what the lines say
 
 
 def also(code: str, needs: tuple = ()):

@@ -77,6 +77,13 @@ def test_a_node_removal_keeps_its_message_parses_the_ip_and_fits_the_fix():
     assert "runtime env agent" in f.fix.lower() and "preempt" not in f.fix.lower()
 
 
+def test_a_node_removal_in_a_session_keeps_its_message_and_gets_the_fix_it_names():
+    _, snap, _ = _read("node-removed-session-240")
+    [f] = [f for f in _findings(snap) if f.code == "RLD101"]
+    assert "Raylet could not connect to Runtime Env Agent" in f.message and "10.42.3.18" in f.message
+    assert f.fix.lower().startswith("the raylet could not reach its runtime env agent")
+
+
 def test_several_files_of_one_node_tell_one_story_with_its_first_cause():
     _, snap, _ = _read("multi-node-agent-chain-260")
     mine = [f for f in _findings(snap) if f.code == "RLD101"]
