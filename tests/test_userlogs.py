@@ -243,3 +243,37 @@ def test_the_timeline_tells_the_node_story_in_the_logs_time():
     assert "agent_failed" in kinds and "node_dead" in kinds
     assert kinds.index("agent_failed") <= kinds.index("node_dead")
     assert all(r["time"] and r["time"].startswith("2026-12-06") for r in rows)
+
+
+def _live_bundle(path, files: dict):
+    """A bundle of a live cluster (the healthy 3-node snapshot) carrying node logs."""
+    from rldoctor.bundle import SCHEMA
+    from rldoctor.bundle.writer import BundleFile, Member
+
+    healthy = Path(FIXTURES) / "healthy-3node.json"
+    node = json.loads(healthy.read_text())["nodes"][1]["node_id"]
+    items, members = [], []
+    for name, text in files.items():
+        rel = f"nodes/{node[:12]}/logs/{name}"
+        items.append({"file": rel, "node_id": node, "kind": "log", "status": "ok"})
+        members.append(Member(rel, text.encode(), "log"))
+    manifest = {"schema": SCHEMA, "items": items}
+    BundleFile(str(path), force=True).write("rldoctor-bundle-test", [
+        Member("manifest.json", json.dumps(manifest).encode()),
+        Member("snapshot.json", healthy.read_bytes()), *members])
+    return node
+
+
+def test_a_live_clusters_bundle_reads_its_node_logs_against_the_catalogue(tmp_path):
+    crashed = tmp_path / "crashed.tar.gz"
+    node = _live_bundle(crashed, {"raylet.err": "*** SIGABRT received at time=1764000000 on cpu 1 ***\n",
+                                  "raylet.out": "[2026-01-01 00:00:00,000 I 1 1] (raylet) main.cc:1: ok\n"})
+    snap, _, _ = source.read(str(crashed))
+    assert [h["entry"] for h in snap.get("log_lines")["items"]] == ["absl-signal"]
+    [found] = [f for f in _findings(snap) if f.code == "RLD101"]
+    assert found.subject == f"node:{node}" and "SIGABRT" in found.message
+    quiet = tmp_path / "quiet.tar.gz"
+    _live_bundle(quiet, {"raylet.out": "[2026-01-01 00:00:00,000 I 1 1] (raylet) main.cc:1: ok\n"})
+    snap, _, _ = source.read(str(quiet))
+    assert snap.get("log_lines")["items"] == []
+    assert not [f for f in _findings(snap) if f.evidence.get("from") == "Ray's log lines"]

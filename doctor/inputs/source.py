@@ -118,6 +118,8 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
     kind = kind_of(path)
     if kind in ("snapshot", "bundle"):
         snap = snapshots.load(path)
+        if kind == "bundle":
+            bundle_log_lines(path, snap)
         source = {"kind": "snapshot", "file": str(path), "created_at": snap.get("created_at", ""),
                   "recorded_from": (snap.get("source") or {}).get("address")}
         return snap, source, None
@@ -139,6 +141,56 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
                         sessions=sessions, input_kind=input_kind)
     snap = snapshots.validate(doc, str(path))
     return snap, dict(snap.get("source") or {}), None
+
+
+def bundle_log_lines(path: str, snap) -> None:
+    """A bundle of a live cluster carries its nodes' logs: read them against the catalogue of
+    Ray's lines too (in memory), each as its node's (the manifest says which), unless the
+    snapshot already has them (a bundle made from logs)."""
+    from rldoctor.inputs.logdir import add_log_lines
+    from rldoctor.inputs.logdir import files as F
+    from rldoctor.inputs.logdir.build import Facts
+    from rldoctor.inputs.logdir.scan import scan
+    from rldoctor.redact import Redactor
+
+    index = snap.data.get("bundle") or {}
+    wanted: dict[str, str] = {}
+    for node_id, node in (index.get("nodes") or {}).items():
+        for member in node.get("logs") or []:
+            wanted[member] = node_id
+        for members in (node.get("worker_logs") or {}).values():
+            for member in members:
+                wanted[member] = node_id
+    if not wanted or snap.has("log_lines"):
+        return
+    by_node: dict[str, list] = {}
+    total = 0
+    try:
+        with tarfile.open(path, mode="r:gz") as tar:
+            for member in tar:
+                node_id = wanted.get(member.name)
+                if node_id is None or not member.isfile() or total >= TAR_MAX_TOTAL_BYTES:
+                    continue
+                f = tar.extractfile(member)
+                if f is None:
+                    continue
+                want = min(member.size, TAR_MAX_MEMBER_BYTES, TAR_MAX_TOTAL_BYTES - total)
+                if member.size > want:
+                    f.seek(member.size - want)
+                data = f.read(want)
+                total += len(data)
+                name = PurePosixPath(member.name).name
+                kind, meta = F.kind_of(name)
+                by_node.setdefault(node_id, []).append(
+                    F.LogFile(member.name, member.name, kind, dict(meta, old=False), len(data), data))
+    except (tarfile.ReadError, EOFError, zlib.error, gzip.BadGzipFile, OSError):
+        return  # the bundle's own reader already vouched for it; its logs are a bonus
+    facts = Facts(Redactor())
+    for node in snap.nodes or []:
+        if node.get("node_id"):
+            facts.node(node["node_id"])["ip"] = node.get("ip")
+    sessions = [F.Session(f"bundle:{nid}", f"bundle:{nid}", "", logs) for nid, logs in by_node.items()]
+    add_log_lines(snap.data, scan(sessions, facts, facts.r, {s.root: s.root[7:] for s in sessions}))
 
 
 def _virtual(path: str, kind: str, stdin: bytes | None = None):

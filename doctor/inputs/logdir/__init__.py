@@ -94,15 +94,7 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
     doc["events"] = _events(facts, window, now_s)
     for section in ("nodes", "actors", "workers", "jobs", "events", "log_lines"):
         doc["collectors"][section] = {"status": "ok", "from": "logs"}
-    for section, codes in LOGGED_FAULTS.items():  # host facts the logs state, when they do
-        hits = [i for i, h in enumerate(log_lines["items"]) if h["code"] in codes]
-        if hits:
-            doc[section] = {"hits": hits, "codes": sorted({log_lines["items"][i]["code"]
-                                                           for i in hits})}
-            doc["collectors"][section] = {"status": "ok", "from": "logs"}
-        else:
-            doc["collectors"][section] = {"status": "unavailable",
-                                          "reason": "no line of the logs read states it"}
+    add_log_lines(doc, log_lines)
     if not facts.gcs_sessions:
         for section in ("actors", "workers"):
             doc["collectors"][section]["note"] = "no gcs_server.out: the head's logs are missing"
@@ -127,6 +119,21 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
                    "read_s": round(time.perf_counter() - started, 3)}
     doc["notes"] = _notes(facts, sessions, version, doc)
     return doc
+
+
+def add_log_lines(doc: dict, log_lines: dict) -> None:
+    """The `log_lines` section, and the host facts the lines state (when they do)."""
+    doc["log_lines"] = log_lines
+    doc.setdefault("collectors", {})["log_lines"] = {"status": "ok", "from": "logs"}
+    for section, codes in LOGGED_FAULTS.items():
+        hits = [i for i, h in enumerate(log_lines["items"]) if h["code"] in codes]
+        if hits:
+            doc[section] = {"hits": hits, "codes": sorted({log_lines["items"][i]["code"]
+                                                           for i in hits})}
+            doc["collectors"][section] = {"status": "ok", "from": "logs"}
+        else:
+            doc["collectors"][section] = {"status": "unavailable",
+                                          "reason": "no line of the logs read states it"}
 
 
 # What each kind of file lets a report judge (the report's `source.input`).
