@@ -277,3 +277,12 @@ def test_a_live_clusters_bundle_reads_its_node_logs_against_the_catalogue(tmp_pa
     snap, _, _ = source.read(str(quiet))
     assert snap.get("log_lines")["items"] == []
     assert not [f for f in _findings(snap) if f.evidence.get("from") == "Ray's log lines"]
+
+
+def test_a_node_stopped_or_scaled_down_on_purpose_is_no_finding():
+    pasted = (b"[2026-12-01 10:20:07,000 I 10 10] (gcs_server) gcs_node_manager.cc:645: , death "
+              b"reason = EXPECTED_TERMINATION, death message = received SIGTERM node_id=" + b"a" * 56
+              + b"\n[2026-12-01 10:21:07,000 I 10 10] (gcs_server) gcs_node_manager.cc:645: , death "
+              b"reason = AUTOSCALER_DRAIN_IDLE, death message = idle for 60 s node_id=" + b"b" * 56 + b"\n")
+    snap, _, _ = source.read("-", stdin=pasted)
+    assert snap.get("log_lines")["items"] == []

@@ -33,6 +33,7 @@ _WRAPPERS = {"RayTaskError", "RayActorError", "ActorDiedError", "ActorUnavailabl
              "WorkerCrashedError", "RaySystemError", "RuntimeEnvSetupError", "RayError",
              "TaskFailedError", "TrialError", "TuneError"}
 _EXCEPTION_KINDS = ("exception",)
+_EXPECTED_DEATHS = ("EXPECTED_TERMINATION", "AUTOSCALER_DRAIN_IDLE")
 _STDERR_LIKE = ("err",)
 
 
@@ -159,6 +160,8 @@ class Scanner:
             frame = next((f for f in map(C.user_frame, lines[i + 1:i + 1 + LOOKAHEAD]) if f), None)
             if frame:
                 extra["frame"] = frame
+        if groups.get("reason") in _EXPECTED_DEATHS:
+            return  # a node stopped or scaled down on purpose: no trouble
         if entry.id == "ray-task-error" and not extra.get("exception"):
             return  # a remote call named in a traceback that raised nothing here
         groups.update(extra)
