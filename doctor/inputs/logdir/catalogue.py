@@ -264,7 +264,8 @@ ENTRIES: tuple[Entry, ...] = (
     # -- the GCS: node removal, health checks ------------------------------------------------
     _e("node-removed-240", "Removing node, node name = ",
        r"Removing node, node name = (?P<node_name>\S+), death reason = (?P<reason>\w+), "
-       r"death message = (?P<message>.*)", "2.10-2.49 (gcs/gcs_server/gcs_node_manager.cc)",
+       r"death message = (?P<message>.*?)(?: node_id=(?P<node_id>[0-9a-f]{56}))?\s*$",
+       "2.10-2.5x (gcs/gcs_server/gcs_node_manager.cc; node_id= appended by WithField)",
        GCS + DRIVER, "RLD101", "node-removed",
        "the GCS removed node {node_name} ({reason}): {message}", "", ("node_name", "reason",
                                                                      "message")),
@@ -357,9 +358,14 @@ ENTRIES: tuple[Entry, ...] = (
        "RLD404", "runtime-env", "a job failed: its runtime_env setup failed", _RUNTIME_ENV_FIX),
     # -- the host: disk, open files, threads -----------------------------------------------
     _e("disk-full", "% full, available space: ",
-       r"(?P<path>\S+) is over (?P<percent>\d+)% full, available space: (?P<available>\d+)",
-       "2.0-2.60 (common/file_system_monitor.cc)", ANY, "RLD305", "disk",
+       r"(?P<path>\S+) is over (?P<percent>\d+)% full, available space: (?P<available>\d+);",
+       "2.0-2.3x (common/file_system_monitor.cc: bytes)", ANY, "RLD305", "disk",
        "the file system of {path} is over {percent}% full ({available} bytes left)", _DISK_FIX,
+       ("path", "percent", "available")),
+    _e("disk-full-units", "% full, available space: ",
+       r"(?P<path>\S+) is over (?P<percent>\d+)% full, available space: (?P<available>[\d.]+ ?"
+       r"[KMGT]i?B)", "2.4x-2.60 (common/file_system_monitor.cc: with a unit)", ANY, "RLD305",
+       "disk", "the file system of {path} is over {percent}% full ({available} left)", _DISK_FIX,
        ("path", "percent", "available")),
     _e("out-of-disk", "OutOfDiskError", r"OutOfDiskError", "2.0-2.60 (exceptions.py)", ANY,
        "RLD305", "disk", "an object could not be created: the local disk is full", _DISK_FIX),

@@ -160,6 +160,10 @@ class Scanner:
             frame = next((f for f in map(C.user_frame, lines[i + 1:i + 1 + LOOKAHEAD]) if f), None)
             if frame:
                 extra["frame"] = frame
+        severity = entry.severity
+        if entry.kind == "disk":  # full is a failure; nearly full (space left) a warning
+            left = re.match(r"[\d.]+", groups.get("available") or "0")
+            severity = "fail" if not left or float(left.group()) == 0 else "warn"
         if groups.get("reason") in _EXPECTED_DEATHS:
             return  # a node stopped or scaled down on purpose: no trouble
         if entry.id == "ray-task-error" and not extra.get("exception"):
@@ -178,7 +182,7 @@ class Scanner:
             extra["death_kind"] = what
         if entry.consequence:
             extra["consequence"] = True
-        self._add(entry.id, code, entry.kind, entry.severity, cause,
+        self._add(entry.id, code, entry.kind, severity, cause,
                   fix, names, text, log, node_id, ts, extra, releases=entry.releases)
 
     def _add(self, eid, code, kind, severity, cause, fix, names, text, log, node_id, ts, extra,
