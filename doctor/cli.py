@@ -123,7 +123,10 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
 
     After the fact, `--from DIR` reads the logs a cluster left (a copy of its session
     directories) and names the failed jobs, dead nodes, killed and crashed workers from
-    them; checks that need a live cluster are skipped.
+    them; checks that need a live cluster are skipped. Whatever logs you have do too:
+    one file (`rldoctor check --from worker-5c1e...-01000000-4242.err`), or lines pasted
+    on standard input (`rldoctor check --from - < pasted.txt`); the report's first lines
+    say what that input let it judge.
     """
     try:
         from rldoctor.commands._options import check_params, codes
