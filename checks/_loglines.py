@@ -86,14 +86,23 @@ def findings(snap, code: str, already=()) -> list:
         n = h.get("names") or {}
         if n.get("ip") and n.get("node_id"):
             ips_to_nodes.setdefault(n["ip"], n["node_id"])
+    subjects = {id(h): _subject(snap, h, ips_to_nodes) for h in hits}
+    by_file: dict[str, set] = {}
+    for h in hits:  # one file that names its node once names it for all its lines
+        if not subjects[id(h)].startswith("file:"):
+            by_file.setdefault(h.get("file"), set()).add(subjects[id(h)])
+    for h in hits:
+        named = by_file.get(h.get("file")) or set()
+        if subjects[id(h)].startswith("file:") and len(named) == 1:
+            subjects[id(h)] = next(iter(named))
     stories: dict[tuple, list[dict]] = {}
     for hit in hits:
-        subject = _subject(snap, hit, ips_to_nodes)
+        subject = subjects[id(hit)]
         if code == "RLD101":  # one node, one story: every hit of the node joins it
             key = (subject,)
         else:  # one worker (or one file), one kind of trouble
             names = hit.get("names") or {}
-            who = names.get("worker_id") or names.get("pid") or hit.get("file")
+            who = names.get("worker_id") or hit.get("file")
             key = (subject, hit.get("kind"), who)
         stories.setdefault(key, []).append(hit)
     out = []

@@ -63,7 +63,7 @@ _CREATING_ON_240 = re.compile(r"Start creating actor (\w+) on worker (\w+) at no
 _LEASING_240 = re.compile(r"Start leasing worker from node (\w+) for actor (\w+), job id = (\w+)")
 _NODE_DEAD_HEALTH = re.compile(r"Node is dead because the health check failed\. node_id=(\w+)")
 _DEATH_REASON = re.compile(r"death reason = (\w+), death message = (.*?)(?: node_id=(\w+))?"
-                           r"(?: node_name=\S+)?$")
+                           r"(?: node_name=(\S+))?$")
 _REMOVING_240 = re.compile(r"Removing node, node name = (\S+), death reason = (\w+), "
                            r"death message = (.*)")
 _MARKED_DEAD = re.compile(r"node id: (\w+) and address: (\S+) and node name: \S+ has been marked dead")
@@ -227,6 +227,9 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
                 node.update({"death_reason": m.group(1),
                              "death_message": facts.text(m.group(2).strip(), 500), "dead": True,
                              "dead_by_reason": True})
+                name = m.group(4) or ""
+                if not node.get("ip") and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
+                    node["ip"] = name  # Ray names a node by its address
                 node.setdefault("end_time", _seconds(line.ts_ms))
             continue
         m = _MARKED_DEAD.search(text)

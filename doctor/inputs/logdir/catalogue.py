@@ -133,7 +133,7 @@ ENTRIES: tuple[Entry, ...] = (
        r"Fatal Python error: (?P<signal>Segmentation fault|Aborted|Bus error|Floating point "
        r"exception|Illegal instruction)",
        "all (Python's faulthandler, enabled in every Ray worker)", WORKER + DRIVER, "by-process",
-       "crash", "{process} died of a {signal} in native code (faulthandler's dump in {file})",
+       "crash", "{process} died: {signal} in native code (faulthandler's dump in {file})",
        _NATIVE_FIX, ("signal",)),
     _e("absl-signal", "*** SIG", r"\*\*\* (?P<signal>SIG[A-Z]+) received at time=(?P<epoch>\d+)",
        "2.0-2.60 (absl failure signal handler)", ANY, "by-process", "crash",
@@ -148,7 +148,7 @@ ENTRIES: tuple[Entry, ...] = (
        _NATIVE_FIX, ("exception",)),
     _e("core-dumped", "(core dumped)", r"(?P<signal>Segmentation fault|Aborted|Bus error) "
        r"\(core dumped\)", "all (the shell that ran the process)", ANY, "by-process", "crash",
-       "{process} died of a {signal} and dumped core", _NATIVE_FIX, ("signal",)),
+       "{process} died: {signal}, and dumped core", _NATIVE_FIX, ("signal",)),
     _e("ray-check", "Check failed", r"Check failed: (?P<check>.+?)\s*$",
        "all; 2.50+ prefix it with \"An unexpected system state has occurred\"", ANY,
        "by-process", "crash", "{process} aborted on a failed internal check: {check}",
@@ -528,8 +528,8 @@ def match(line: str, kind: str):
     """Every entry whose pattern matches `line` (its marker first): [(entry, match)]."""
     out = []
     for entry in ENTRIES:
-        if entry.marker and entry.marker not in line:
-            continue
+        if not entry.marker or entry.marker not in line:
+            continue  # those without a marker: UNMARKED, on stderr-like files only (scan.py)
         if not applies(entry, kind) or kind in entry.not_in:
             continue
         m = entry.compiled.search(line)

@@ -73,7 +73,7 @@ class Scanner:
             if not text:
                 continue
             found = C.match(text, log.kind)
-            if unmarked:
+            if unmarked and not found:  # a line an entry names is told by that entry
                 found += [(e, m) for e in C.UNMARKED for m in [e.compiled.search(text)] if m]
             for entry, m in found:
                 self._hit(entry, m, text, lines, i, log, node_id)
