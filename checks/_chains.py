@@ -587,6 +587,12 @@ def claimed_workers(data: dict) -> set[tuple]:
 TIMELINE_LIMIT = 50
 
 
+# The timeline's kind of a line of Ray's (the log_lines section's `kind`).
+_LOG_KINDS = {"crash": "crash", "exception": "exception", "oom": "oom_kill",
+              "node-removed": "node_dead", "heartbeat": "node_dead", "agent": "agent_failed",
+              "runtime-env": "runtime_env_failed", "gcs": "gcs_lost"}
+
+
 def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
     """The events of an incident, oldest first: `{time, kind, subject, message}`.
 
@@ -649,6 +655,14 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
             subject = f"node:{e['node_id']}" if e.get("node_id") else "cluster"
             add(_epoch(e.get("time")), kind, subject,
                 lambda ev, label=label: ev.get("message") or label, e)
+    for hit in ((data.get("log_lines") or {}).get("items") or [])[:200]:
+        if not isinstance(hit, dict) or hit.get("consequence") or hit.get("time") is None:
+            continue  # Ray's own lines (rldoctor.inputs.logdir.catalogue), in the logs' time
+        names = hit.get("names") or {}
+        subject = (f"node:{names['node_id']}" if names.get("node_id") else
+                   f"ip:{names['ip']}" if names.get("ip") else f"file:{hit.get('file')}")
+        add(_epoch(hit.get("time")), _LOG_KINDS.get(hit.get("kind"), "log_line"), subject,
+            lambda h: f"{h.get('cause')} ({str(h.get('file') or '').rsplit('/', 1)[-1]})", hit)
     events = _dedup(events)
     timed = sorted((e for e in events if e[0] is not None), key=lambda e: e[0])
     windows = [(c["job"].get("start_time") or 0, c["job"].get("end_time") or 0)

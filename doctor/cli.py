@@ -67,11 +67,14 @@ def main() -> None:
 @click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
               "dashboard (what `ray job submit` takes, e.g. a KubeRay port-forward), or 'auto' for "
               "the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
-@click.option("--from", "from_file", type=click.Path(), metavar="FILE|DIR",
+@click.option("--from", "from_file", type=click.Path(allow_dash=True), metavar="FILE|DIR|-",
               help="Diagnose a snapshot or bundle recorded by `rldoctor collect` instead of a "
-              "live cluster; or DIR, the logs a cluster left: a Ray session directory "
-              "(session_* or its logs/), or a folder holding several nodes' session "
-              "directories (read only, never written).")
+              "live cluster; or the logs a cluster left: a Ray session directory (session_* "
+              "or its logs/), a folder of several nodes' session directories or of `kubectl "
+              "logs` outputs, a tarball of logs, one log file (`--from "
+              "logs/worker-...-1234.err`), or `-` for lines pasted on standard input "
+              "(`pbpaste | rldoctor check --from -`); or Tune's result.json. Read only, never "
+              "written; the report says what the input let it judge.")
 @click.option("--target", "targets", multiple=True, metavar="MODULE:ATTR",
               help="Check that an env class, env creator, callbacks class, AlgorithmConfig or "
               "registered env name (MODULE:ATTR or path/to/file.py:ATTR) can be shipped to the "
@@ -120,7 +123,10 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
 
     After the fact, `--from DIR` reads the logs a cluster left (a copy of its session
     directories) and names the failed jobs, dead nodes, killed and crashed workers from
-    them; checks that need a live cluster are skipped.
+    them; checks that need a live cluster are skipped. Whatever logs you have do too:
+    one file (`rldoctor check --from worker-5c1e...-01000000-4242.err`), or lines pasted
+    on standard input (`rldoctor check --from - < pasted.txt`); the report's first lines
+    say what that input let it judge.
     """
     try:
         from rldoctor.commands._options import check_params, codes

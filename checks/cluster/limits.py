@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
 
 RAY_DOCS_NOFILE = 65535  # Ray's documentation: `ulimit -n` of at least this for `ray start`
@@ -29,8 +30,9 @@ _NOFILE_FIX = (
 )
 
 
-@check("RLD107", "open-files-limit", area="cluster", requires=("hosts",),
+@check("RLD107", "open-files-limit", area="cluster", requires=("hosts|logged_host_faults",),
        params={"fail_fraction": 0.80})
+@_loglines.also("RLD107", needs=("hosts",))
 def open_files_limit(snap, params):
     """A Ray process near its open-files limit, or a control-plane limit the cluster will outgrow.
 

@@ -6,6 +6,7 @@ from rldoctor.checks import _autoscaling as scaling
 from rldoctor.checks._reach import explains_silence
 from rldoctor.checks._resources import add, fits, missing, show
 from rldoctor import node_state
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
 
 # Ray's NodeDeathInfo reasons, and how worried an on-call engineer should be.
@@ -29,6 +30,7 @@ _NODE_DEAD_FIX = (
 
 
 @check("RLD101", "node-dead", area="cluster", requires=("nodes",))
+@_loglines.also("RLD101")
 def node_dead(snap, params):
     """Nodes dead or missing, with Ray's death reason.
 
@@ -213,7 +215,8 @@ def _python_release(version: str | None) -> str | None:
     return version.split()[0] if version else version
 
 
-@check("RLD102", "version-mismatch", area="cluster", requires=("versions",))
+@check("RLD102", "version-mismatch", area="cluster", requires=("versions|logged_version_faults",))
+@_loglines.also("RLD102", needs=("versions",))
 def version_mismatch(snap, params):
     """Ray, Python, RLlib, torch or gymnasium versions differ between nodes or the driver.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
 from rldoctor.words import size
 
@@ -65,7 +66,8 @@ def _fix(paths: dict, contents: dict) -> str:
             "`local_fs_capacity_threshold` only postpones the OutOfDiskError.")
 
 
-@check("RLD305", "disk-pressure", area="memory", requires=("hosts",), params={"warn_margin": 0.10})
+@check("RLD305", "disk-pressure", area="memory", requires=("hosts|logged_host_faults",), params={"warn_margin": 0.10})
+@_loglines.also("RLD305", needs=("hosts",))
 def disk_pressure(snap, params):
     """A node's temp, log or spill file system near or over Ray's local_fs_capacity_threshold.
 

@@ -7,6 +7,7 @@ is right exactly when these checks find the object store full, and wrong otherwi
 from __future__ import annotations
 
 from rldoctor.checks._resources import kill_threshold_in_force
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
 from rldoctor.words import size
 
@@ -47,8 +48,9 @@ _STORE_FIX = (
 )
 
 
-@check("RLD301", "object-store-pressure", area="memory", requires=("object_store",),
+@check("RLD301", "object-store-pressure", area="memory", requires=("object_store|logged_store_faults",),
        params={"warn_fraction": 0.70, "fail_fraction": 0.90})
+@_loglines.also("RLD301", needs=("object_store",))
 def object_store_pressure(snap, params):
     """Object store use high on a node.
 
@@ -113,8 +115,9 @@ _SPILL_FIX = (
 )
 
 
-@check("RLD302", "object-spilling", area="memory", requires=("object_store",),
+@check("RLD302", "object-spilling", area="memory", requires=("object_store|logged_store_faults",),
        params={"disk_fail_fraction": 0.95})
+@_loglines.also("RLD302", needs=("object_store",))
 def object_spilling(snap, params):
     """Objects spilled to disk.
 

@@ -12,6 +12,7 @@ from collections import defaultdict
 from rldoctor.checks import _chains
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
 from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
@@ -234,6 +235,7 @@ _KERNEL_OOM_FIX = (
 
 @check("RLD402", "oom-kills", area="workers", requires=("workers",),
        params={"recent_hours": RECENT_HOURS})
+@_loglines.also("RLD402")
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
 
@@ -354,6 +356,7 @@ _CRASH_FIX = (
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
        params={"fail_at_crashes": 3, "recent_hours": RECENT_HOURS})
+@_loglines.also("RLD403")
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
 
@@ -465,6 +468,7 @@ _UNKNOWN_FIX = (
 
 @check("RLD405", "job-failed", area="workers", requires=("jobs",),
        params={"window_s": _chains.WINDOW_S})
+@_loglines.also("RLD405")
 def job_failed(snap, params):
     """A job or RLlib training that ended in failure within the window, with its root cause.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
 
 JOB_ACTOR = "JobSupervisor"  # Ray's actor that runs a submitted job's entrypoint
@@ -71,6 +72,7 @@ _FIX = (
 
 @check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs",),
        params={"pending_warn_s": 60.0})
+@_loglines.also("RLD404", needs=("actors|runtime_envs",))
 def runtime_env_failed(snap, params):
     """Actors, tasks or jobs whose runtime_env could not be set up, with the node's reason.
 

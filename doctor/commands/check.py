@@ -8,8 +8,6 @@ bad --set) raise UsageError before anything is read.
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from rldoctor.errors import UsageError
@@ -69,16 +67,12 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
         from rldoctor.inputs.runs import read_runs
 
         results = read_runs(list(runs))
-    if from_file and os.path.isdir(from_file):  # the logs a cluster left: read, never written
-        from rldoctor.inputs.logdir import read_logs
+    if from_file:  # what the input is, decided in one place (rldoctor.inputs.source)
+        from rldoctor.inputs.source import read as read_input
 
-        snap = snapshots.validate(read_logs(from_file, window_s=since_s), str(from_file))
-        source = dict(snap.get("source") or {})
-    elif from_file:
-        snap = snapshots.load(from_file)
-        source = {"kind": "snapshot", "file": str(from_file),
-                  "created_at": snap.get("created_at", ""),
-                  "recorded_from": (snap.get("source") or {}).get("address")}
+        snap, source, from_runs = read_input(str(from_file), window_s=since_s)
+        if from_runs is not None:
+            results = (results or []) + from_runs
     elif (specs or runs) and not address:  # only the user's files: no cluster is contacted
         texts = [spec.text for spec in specs] + list(runs)
         kind = "targets" if specs and not runs else ("runs" if runs and not specs else "files")

@@ -22,7 +22,12 @@ from rldoctor.inputs.logdir.build import (DEFAULT_WINDOW_S, LIVE_ONLY, MAX_EVENT
                                    MAX_WORKERS_PER_JOB, NOT_FROM_LOGS, Facts, read_facts,
                                    worker_tail)
 
-KNOWN_RAY = ((2, 40), (2, 60))  # the releases whose log lines the reader knows
+KNOWN_RAY = ((2, 40), (2, 60))
+# Sections of facts only a live cluster shows, except where a log line states them (then the
+# checks of those codes read the log_lines section: rldoctor.checks._loglines).
+LOGGED_FAULTS = {"logged_host_faults": ("RLD107", "RLD305"),
+                 "logged_store_faults": ("RLD301", "RLD302"),
+                 "logged_version_faults": ("RLD102",)}  # the releases whose log lines the reader knows
 _DEATH_CONTEXTS = {"ActorDiedErrorContext": "actor_died_error_context",
                    "CreationTaskFailureContext": "creation_task_failure_context",
                    "RuntimeEnvFailedContext": "runtime_env_failed_context",
@@ -47,20 +52,35 @@ def _version_tuple(text: str | None):
 
 
 def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None = None,
-              redactor=None) -> dict:
-    """The snapshot document of the logs under `path` (Undiagnosable when there are none)."""
+              redactor=None, sessions=None, input_kind: str | None = None) -> dict:
+    """The snapshot document of the logs under `path` (Undiagnosable when there are none).
+
+    `sessions` (rldoctor.inputs.logdir.files.Session) are given for input that is not a
+    directory of files (standard input, a tarball's members); `input_kind` names the input
+    in the report (rldoctor.inputs.source decides it)."""
     from rldoctor.snapshot import new_document
 
     started = time.perf_counter()
-    top = os.path.abspath(path)
+    top = os.path.abspath(path) if sessions is None else path
     budget = budget or F.Budget()
     total_budget = budget.left
-    facts, sessions = read_facts(top, budget, redactor)
+    facts, sessions = read_facts(top, budget, redactor, sessions=sessions)
+    from rldoctor.inputs.logdir.scan import scan
+    from rldoctor.redact import Redactor
+
+    session_nodes = {}
+    for node_id, node in facts.nodes.items():
+        if node.get("session"):
+            session_nodes.setdefault(node["session"], node_id)
+    log_lines = scan(sessions, facts, redactor or facts.r or Redactor(), session_nodes)
     window = DEFAULT_WINDOW_S if window_s is None else float(window_s)
     now_s = facts.latest_ms / 1000.0 if facts.latest_ms else time.time()
     doc = new_document({"kind": "logs", "path": top, "file": top,
                         "sessions": [F.rel_root(s.root, top) for s in sessions],
                         "read_at": _iso(None)})
+    doc["log_lines"] = log_lines
+    doc["source"]["input"] = judged(input_kind or _input_kind(sessions), sessions, facts,
+                                    log_lines)
     doc["created_at"] = _iso(facts.latest_ms or None)  # the cluster's last moment in its logs
     doc["source"]["created_at"] = doc["created_at"]
     version = sorted(facts.versions)[-1] if facts.versions else None
@@ -72,8 +92,9 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
                       "oom_tasks": _oom_tasks(facts), "rldoctor_workers_left_out": 0}
     doc["jobs"] = _jobs(facts, window, now_s, version, budget, dead_workers, doc["actors"]["items"])
     doc["events"] = _events(facts, window, now_s)
-    for section in ("nodes", "actors", "workers", "jobs", "events"):
+    for section in ("nodes", "actors", "workers", "jobs", "events", "log_lines"):
         doc["collectors"][section] = {"status": "ok", "from": "logs"}
+    add_log_lines(doc, log_lines)
     if not facts.gcs_sessions:
         for section in ("actors", "workers"):
             doc["collectors"][section]["note"] = "no gcs_server.out: the head's logs are missing"
@@ -100,6 +121,67 @@ def read_logs(path: str, window_s: float | None = None, budget: F.Budget | None 
     return doc
 
 
+def add_log_lines(doc: dict, log_lines: dict) -> None:
+    """The `log_lines` section, and the host facts the lines state (when they do)."""
+    doc["log_lines"] = log_lines
+    doc.setdefault("collectors", {})["log_lines"] = {"status": "ok", "from": "logs"}
+    for section, codes in LOGGED_FAULTS.items():
+        hits = [i for i, h in enumerate(log_lines["items"]) if h["code"] in codes]
+        if hits:
+            doc[section] = {"hits": hits, "codes": sorted({log_lines["items"][i]["code"]
+                                                           for i in hits})}
+            doc["collectors"][section] = {"status": "ok", "from": "logs"}
+        else:
+            doc["collectors"][section] = {"status": "unavailable",
+                                          "reason": "no line of the logs read states it"}
+
+
+# What each kind of file lets a report judge (the report's `source.input`).
+_JUDGES = (
+    (("gcs",), "node deaths, worker exits, actor failures and jobs (the head's gcs_server.out)",
+     "node deaths, worker exits and job states (no gcs_server.out: the head's logs are not "
+     "in the input)"),
+    (("raylet", "console-raylet"), "the raylet's own crashes, its agents, memory-monitor kills "
+     "and runtime_env failures on the node(s) read", "a raylet's crash or its memory-monitor "
+     "kills (no raylet.out/.err)"),
+    (("worker", "core_worker", "console-worker"), "worker crashes and exceptions in the "
+     "workers' own output", "what the workers said (no worker-*.out/.err)"),
+    (("events",), "Ray's events (node removals, OOM, worker failures)", None),
+    (("job_driver", "supervisor"), "jobs submitted with `ray job submit` and their drivers' "
+     "output", None),
+)
+
+
+def _input_kind(sessions) -> str:
+    if len(sessions) == 1 and len(sessions[0].files) == 1 and not sessions[0].name:
+        return "log file"
+    if any(s.name for s in sessions):
+        return "session directories" if len(sessions) > 1 else "session directory"
+    if all(f.kind in ("other",) for s in sessions for f in s.files):
+        return "folder of log files"
+    return "logs directory"
+
+
+def judged(kind: str, sessions, facts: Facts, log_lines: dict) -> dict:
+    """What this input let the report judge, and what not: in every format's first lines."""
+    kinds = {f.kind for s in sessions for f in s.files}
+    files = sum(len(s.files) for s in sessions)
+    yes, no = [], []
+    for needed, said, missing in _JUDGES:
+        if kinds & set(needed):
+            yes.append(said)
+        elif missing:
+            no.append(missing)
+    no.append("live state (resources, demands, hosts, network) needs a live cluster")
+    names = sorted(os.path.basename(f.rel) for s in sessions for f in s.files)
+    return {"kind": kind, "files": files, "bytes": sum(f.size for s in sessions for f in s.files),
+            "file_names": names[:20] + ([f"... and {len(names) - 20} more"] if len(names) > 20
+                                        else []),
+            "ray_lines_known": len(log_lines["items"]),
+            "judged": yes or ["only the lines of Ray's catalogue (the files are none Ray names)"],
+            "not_judged": no}
+
+
 def _notes(facts: Facts, sessions, version, doc) -> list[str]:
     notes = [f"read from the logs in {doc['source']['path']} ({len(sessions)} session "
              f"director{'y' if len(sessions) == 1 else 'ies'}"
@@ -113,8 +195,10 @@ def _notes(facts: Facts, sessions, version, doc) -> list[str]:
     else:
         vt = _version_tuple(version)
         if vt and not (KNOWN_RAY[0] <= vt <= KNOWN_RAY[1]):
-            notes.append(f"Ray {version} is outside the releases whose log lines rldoctor "
-                         f"knows (2.40 to 2.60): what it did not recognize is not reported")
+            notes.append(f"Ray {version} is outside the releases whose GCS and raylet lines "
+                         f"rldoctor joins into nodes, actors and jobs (2.40 to 2.60): what it "
+                         f"did not recognize is not reported; its catalogue of Ray's crash, "
+                         f"kill and error lines (2.0 to 2.60) was read all the same")
     names = sorted({s.name for s in sessions if s.name})
     if len(names) > 1:
         notes.append(f"{len(names)} different sessions ({', '.join(names[:4])}): logs of more "

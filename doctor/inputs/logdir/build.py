@@ -63,7 +63,7 @@ _CREATING_ON_240 = re.compile(r"Start creating actor (\w+) on worker (\w+) at no
 _LEASING_240 = re.compile(r"Start leasing worker from node (\w+) for actor (\w+), job id = (\w+)")
 _NODE_DEAD_HEALTH = re.compile(r"Node is dead because the health check failed\. node_id=(\w+)")
 _DEATH_REASON = re.compile(r"death reason = (\w+), death message = (.*?)(?: node_id=(\w+))?"
-                           r"(?: node_name=\S+)?$")
+                           r"(?: node_name=(\S+))?$")
 _REMOVING_240 = re.compile(r"Removing node, node name = (\S+), death reason = (\w+), "
                            r"death message = (.*)")
 _MARKED_DEAD = re.compile(r"node id: (\w+) and address: (\S+) and node name: \S+ has been marked dead")
@@ -203,13 +203,22 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
             continue
         if "death reason = " in text:
             m = _REMOVING_240.search(text)
-            if m:  # 2.40: by node name (its address), not id
-                for node in facts.nodes.values():
-                    if node.get("node_name") == m.group(1) and not node.get("dead_by_reason"):
-                        node.update({"death_reason": m.group(2),
-                                     "death_message": facts.text(m.group(3).strip(), 500),
-                                     "dead": True, "dead_by_reason": True})
-                        node.setdefault("end_time", _seconds(line.ts_ms))
+            if m:  # 2.10-2.49: by node name (its address), not id; the id when a field says it
+                name, reason, message = m.group(1), m.group(2), m.group(3).strip()
+                by_id = re.search(r"\s+node_id=([0-9a-f]{56})", message)
+                message = re.sub(r"\s+node_(?:id|name)=\S+", "", message).strip()
+                nodes = [facts.node(by_id.group(1))] if by_id else [
+                    n for n in facts.nodes.values() if n.get("node_name") == name]
+                for node in nodes:
+                    if node.get("dead_by_reason"):
+                        continue
+                    node.update({"death_reason": reason,
+                                 "death_message": facts.text(message, 500),
+                                 "dead": True, "dead_by_reason": True})
+                    node.setdefault("node_name", name)
+                    if not node.get("ip") and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
+                        node["ip"] = name  # Ray names a node by its address
+                    node.setdefault("end_time", _seconds(line.ts_ms))
                 continue
             m = _DEATH_REASON.search(text)
             node_id = (m.group(3) if m else None) or line.fields.get("node_id")
@@ -218,6 +227,9 @@ def _gcs(facts: Facts, lines: list[str]) -> None:
                 node.update({"death_reason": m.group(1),
                              "death_message": facts.text(m.group(2).strip(), 500), "dead": True,
                              "dead_by_reason": True})
+                name = m.group(4) or ""
+                if not node.get("ip") and re.fullmatch(r"\d+\.\d+\.\d+\.\d+", name):
+                    node["ip"] = name  # Ray names a node by its address
                 node.setdefault("end_time", _seconds(line.ts_ms))
             continue
         m = _MARKED_DEAD.search(text)
@@ -512,10 +524,11 @@ def _worker_head(facts: Facts, log: F.LogFile, done: F.Read) -> None:
 
 # -- the whole directory ----------------------------------------------------------------------
 
-def read_facts(path: str, budget: F.Budget | None = None, redactor=None) -> tuple[Facts, list]:
+def read_facts(path: str, budget: F.Budget | None = None, redactor=None,
+               sessions=None) -> tuple[Facts, list]:
     from rldoctor.redact import Redactor
 
-    sessions = F.find_sessions(path)
+    sessions = F.find_sessions(path) if sessions is None else sessions
     budget = budget or F.Budget()
     facts = Facts(redactor or Redactor())
     drivers = []

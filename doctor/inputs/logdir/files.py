@@ -14,6 +14,7 @@ being written, or cut by a copy).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass, field
@@ -39,7 +40,20 @@ _KINDS = (
     ("core_driver", re.compile(r"^python-core-driver-(?P<wid>[0-9a-f]{16,})_(?P<pid>\d+)"
                                r"(\.\d+)?\.log(\.\d+)?$")),
     ("events", re.compile(r"^event_(?P<source>[A-Z_]+?)(_\d+)?\.log(\.\d+)?$")),
+    # older Ray (1.x) named a worker's files without its job
+    ("worker", re.compile(r"^(?:io_)?worker-(?P<wid>[0-9a-f]{16,})-(?P<pid>\d+)(\.\d+)?\."
+                          r"(?P<stream>out|err)(\.\d+)?$")),
+    ("runtime_env", re.compile(r"^runtime_env_(?:agent|setup-(?P<job>\w+?))(\.\d+)?\."
+                               r"(?:log|out|err)(\.\d+)?$")),
+    ("agent", re.compile(r"^(?:dashboard_agent|agent-\d+)(\.\d+)?\.(?:log|out|err)(\.\d+)?$")),
+    ("dashboard", re.compile(r"^(?:dashboard|dashboard_\w+|monitor|log_monitor)(\.\d+)?\."
+                             r"(?:log|out|err)(\.\d+)?$")),
 )
+# The kinds only the catalogue of Ray's lines reads (rldoctor.inputs.logdir.scan).
+SCAN_ONLY = ("runtime_env", "agent", "dashboard", "other", "console", "console-raylet",
+             "console-gcs", "console-worker")
+MAX_LOOSE_FILES = 2000  # files of a folder that is no session directory (kubectl logs ...)
+MAX_LOOSE_BYTES = 64 * 2**20  # the largest such file read (from its end)
 
 
 @dataclass
@@ -49,6 +63,7 @@ class LogFile:
     kind: str
     meta: dict = field(default_factory=dict)  # worker id, pid, submission id, ... from the name
     size: int = 0
+    data: bytes | None = None  # the text itself, for input that is no file (stdin, a tar member)
 
 
 @dataclass
@@ -86,12 +101,18 @@ def _is_logs_dir(path: str) -> bool:
 
 
 def find_sessions(top: str) -> list[Session]:
-    """Every session directory under `top`; Undiagnosable (exit 3) when there is none."""
+    """Every session directory under `top`; Undiagnosable (exit 3) when there is none.
+
+    `top` may also be one log file (read alone), or a folder of log files that is no
+    session directory (`kubectl logs` saved per pod, files attached to a ticket): then
+    every regular text file in it is one loose file of one pseudo session."""
     top = os.path.abspath(top)
     if not os.path.exists(top):
         raise Undiagnosable(f"{top}: no such file or directory")
+    if os.path.isfile(top):
+        return [single_file(top)]
     if not os.path.isdir(top):
-        raise Undiagnosable(f"{top}: not a directory")
+        raise Undiagnosable(f"{top}: not a directory or a regular file")
     found: list[Session] = []
     seen: set[str] = set()
 
@@ -129,11 +150,81 @@ def find_sessions(top: str) -> list[Session]:
 
     walk(top, 0)
     if not found:
+        loose = loose_files(top)
+        if loose is not None and any(f.kind != "other" or looks_like_ray(f.path)
+                                     for f in loose.files[:200]):
+            return [loose]
         raise Undiagnosable(f"{top}: holds no Ray session directory (no session_*/logs with "
                             "gcs_server, raylet, job-driver or worker logs)")
     for session in found:
         session.files = _list_files(session, top)
     return found
+
+
+def kind_of(name: str) -> tuple[str, dict]:
+    """The kind of a file by its name; "other" for a name Ray does not write."""
+    return classify(name) or ("other", {})
+
+
+# What only Ray's output holds: its C++ log prefix, its relay prefixes, its names.
+_RAY_SIGNS = re.compile(rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d{3} [TDIWECF] \d+ \d+\]|"
+                        rb"\((?:raylet|gcs_server|pid=\d+|\w+ pid=\d+)[,)]|ray\.exceptions\.|"
+                        rb"ray::\w|:actor_name:|Fatal Python error|\bRay runtime started|"
+                        rb"ray\.rllib|ray/_private|ray\.init|\braylet\b|gcs_server|"
+                        rb"Exception raised in creation task|\*\*\* SIG\w+ received")
+SIGN_BYTES = 256 * 1024
+
+
+def looks_like_ray(path: str, data: bytes | None = None) -> bool:
+    """Does the file (its start and end) hold anything Ray writes?"""
+    if data is None:
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                data = f.read(SIGN_BYTES)
+                if size > 2 * SIGN_BYTES:
+                    f.seek(size - SIGN_BYTES)
+                    data += b"\n" + f.read(SIGN_BYTES)
+        except OSError:
+            return False
+    return bool(_RAY_SIGNS.search(data[:SIGN_BYTES]) or _RAY_SIGNS.search(data[-SIGN_BYTES:]))
+
+
+def single_file(path: str) -> Session:
+    """One log file given alone: a session of that one file."""
+    st = os.stat(path)
+    name = os.path.basename(path)
+    kind, meta = kind_of(name)
+    if kind == "other" and not looks_like_ray(path):
+        raise Undiagnosable(f"{path}: holds no line Ray writes (no Ray log prefix, relay "
+                            "prefix, crash dump or exception of Ray's); give a Ray log file, "
+                            "a session directory, or a snapshot")
+    folder = os.path.dirname(path)
+    return Session(folder, folder, "", [LogFile(path, name, kind, dict(meta, old=False),
+                                                st.st_size)])
+
+
+def loose_files(top: str) -> Session | None:
+    """The regular files below `top` (two levels) as one pseudo session; None when none."""
+    out: list[LogFile] = []
+    for depth_root, dirs, names in os.walk(top):
+        rel_dir = os.path.relpath(depth_root, top)
+        if rel_dir != "." and rel_dir.count(os.sep) >= 1:
+            dirs[:] = []
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or len(out) >= MAX_LOOSE_FILES:
+                continue
+            path = os.path.join(depth_root, name)
+            try:
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                size = os.stat(path).st_size
+            except OSError:
+                continue
+            kind, meta = kind_of(name)
+            out.append(LogFile(path, os.path.relpath(path, top), kind, dict(meta, old=False), size))
+    return Session(top, top, "", out) if out else None
 
 
 def _list_files(session: Session, top: str) -> list[LogFile]:
@@ -153,7 +244,10 @@ def _list_files(session: Session, top: str) -> list[LogFile]:
                 continue
             kind = classify(entry.name)
             if kind is None:
-                continue
+                if sub or entry.name.endswith((".json", ".txt", ".csv", ".yaml", ".pid")) \
+                        or "_port_" in entry.name or size > MAX_LOOSE_BYTES:
+                    continue
+                kind = ("other", {})
             out.append(LogFile(entry.path, os.path.relpath(entry.path, top), kind[0],
                                dict(kind[1], old=sub == "old"), size))
     out.sort(key=lambda f: f.rel)
@@ -189,8 +283,8 @@ def read(log: LogFile, budget: Budget, tail_bytes: int | None = None,
     """The file's first `head_bytes` and last bytes within the budget; never raises."""
     want_tail = budget.per_file if tail_bytes is None else tail_bytes
     try:
-        with open(log.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        with (io.BytesIO(log.data) if log.data is not None else open(log.path, "rb")) as f:
+            size = len(log.data) if log.data is not None else os.fstat(f.fileno()).st_size
             if size == 0:
                 return Read(problem="empty")
             if size <= head_bytes + want_tail:
@@ -236,7 +330,7 @@ def lines_of(done: Read) -> list[str]:
     return head + tail
 
 
-def marked_lines(done: Read, markers: tuple[bytes, ...]) -> list[str]:
+def marked_lines(done: Read, markers: tuple[bytes, ...], pattern=None) -> list[str]:
     """Only the lines that hold one of `markers`, found without splitting the whole text.
 
     bytes.find runs at memory speed; a line is decoded only when it holds a marker. This
@@ -258,6 +352,11 @@ def marked_lines(done: Read, markers: tuple[bytes, ...]) -> list[str]:
                 end = len(data) if end < 0 else end
                 spans.add((begin, end))
                 start = end + 1
+        if pattern is not None:  # a compiled bytes regex: the lines it finds too
+            for m in pattern.finditer(data):
+                begin = data.rfind(b"\n", 0, m.start()) + 1
+                end = data.find(b"\n", m.start())
+                spans.add((begin, len(data) if end < 0 else end))
         for begin, end in spans:
             if part == 1 and done.skipped and begin == 0:
                 continue  # the tail's first, cut line

@@ -9,7 +9,8 @@ import textwrap
 from rldoctor.model import Report
 from rldoctor.redact import redact
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
-                                         source_line, summary_line, timeline_headline)
+                                         input_lines, source_line, summary_line,
+                                         timeline_headline)
 from rldoctor.report.timeline import when
 
 _WIDTH = 100
@@ -23,7 +24,8 @@ def _wrap(text: str, indent: str) -> str:
 
 
 def render_table(report: Report) -> str:
-    out = [f"rldoctor report for {source_line(report)}", summary_line(report), ""]
+    out = [f"rldoctor report for {source_line(report)}", summary_line(report),
+           *input_lines(report), ""]
     if report.cluster is not None:
         from rldoctor.report.render.overview import table_lines
 

@@ -13,6 +13,25 @@ def source_line(report: Report) -> str:
     return f"{kind} {where}" + (f" at {when}" if when else "")
 
 
+def input_lines(report: Report) -> list[str]:
+    """What a report read from logs let it judge, and what not (source.input): its first lines."""
+    given = (report.source or {}).get("input")
+    if not isinstance(given, dict):
+        return []
+    names = ", ".join(given.get("file_names") or [])
+    out = [f"input: {given.get('kind')}, {given.get('files')} file(s) read"
+           + (f" ({names})" if names and given.get("files", 0) <= 6 else "")
+           + f"; {given.get('ray_lines_known', 0)} line(s) Ray's catalogue knows"]
+    if given.get("judged"):
+        out.append("judged: " + "; ".join(given["judged"]))
+    if given.get("not_judged"):
+        out.append("not judged: " + "; ".join(given["not_judged"]))
+    if report.status == "ok":
+        out.append("OK here means: the logs read show nothing wrong, not that the cluster was "
+                   "healthy")
+    return out
+
+
 def summary_line(report: Report) -> str:
     c = report.counts()
     parts = [f"{c['fail']} fail", f"{c['warn']} warn", f"{c['info']} info"]
