@@ -248,7 +248,8 @@ def test_the_timeline_tells_the_node_story_in_the_logs_time():
 def _live_bundle(path, files: dict):
     """A bundle of a live cluster (the healthy 3-node snapshot) carrying node logs."""
     from rldoctor.bundle import SCHEMA
-    from rldoctor.bundle.writer import BundleFile, Member
+    from rldoctor.bundle.target import BundleFile
+    from rldoctor.bundle.writer import Member
 
     healthy = Path(FIXTURES) / "healthy-3node.json"
     node = json.loads(healthy.read_text())["nodes"][1]["node_id"]
