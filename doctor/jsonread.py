@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-MAX_INT_DIGITS = 400  # 10**400 is no count, size or id rldoctor reads
+MAX_INT_DIGITS = 1000  # no count, size or id has more; Python refuses 4,300 itself
 
 
 class TooMuch(ValueError):

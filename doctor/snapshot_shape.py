@@ -591,7 +591,7 @@ SECTIONS: dict[str, Any] = {
                 'thread': STR,
             })),
             'where': STR,
-            'error': ANY,
+            'error': STR,
             'duration_s': NUM,
             'text': STR,
             'truncated': BOOL,
@@ -605,7 +605,7 @@ SECTIONS: dict[str, Any] = {
         }),
         'dashboard': Obj({
             'ms': NUM,
-            'error': ANY,
+            'error': STR,
             'waited_s': NUM,
             'url': STR,
             'state_api_calls_s': Map(NUM),
@@ -692,14 +692,14 @@ SECTIONS: dict[str, Any] = {
         'decided_from': STR,
         'v1_status_age_s': NUM,
         'head_read': BOOL,
-        'head_error': ANY,
+        'head_error': STR,
         'monitor': Obj({
             'pid': NUM,
             'entrypoint': STR,
             'config_path': STR,
             'logs_dir': STR,
         }),
-        'error': ANY,
+        'error': STR,
         'config': Obj({
             'source': STR,
             'max_workers': NUM,
@@ -730,7 +730,7 @@ SECTIONS: dict[str, Any] = {
                 }),
             }),
         }),
-        'config_error': ANY,
+        'config_error': STR,
         'node_states': List(Obj({
             'node_id': STR,
             'instance_id': STR,

@@ -138,6 +138,7 @@ class Diagnosis:
         from rldoctor.lint.ray_table import note
 
         notes += [n for n in [note(doc["lint"].get("ray_build") or {})] if n]
+        notes += list(doc.get("notes") or [])  # what a walked folder held that was not read
         for p in problems:
             where = p["path"] + (f":{p['line']}" if p.get("line") else "")
             notes.append(f"not linted: {where}: {p['message']}")
