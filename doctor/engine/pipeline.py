@@ -139,6 +139,8 @@ class Diagnosis:
 
         notes += [n for n in [note(doc["lint"].get("ray_build") or {})] if n]
         notes += list(doc.get("notes") or [])  # what a walked folder held that was not read
+        notes += [f"not followed: {f['path']}: {n}" for f in doc["lint"]["files"]
+                  for n in (f.get("python") or {}).get("notes") or ()]
         for p in problems:
             where = p["path"] + (f":{p['line']}" if p.get("line") else "")
             notes.append(f"not linted: {where}: {p['message']}")

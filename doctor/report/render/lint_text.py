@@ -28,9 +28,11 @@ def _one_line(text: str, limit: int = 400) -> str:
 def side_notes(report: Report) -> list[str]:
     """What the text format says on stderr, once each, not among the findings on stdout: what
     a rule could not do here (RLD802 without Ray), the shipped Ray table read instead of a
-    Ray, the files of a walked folder that were not read (a FIFO)."""
+    Ray, the files of a walked folder that were not read (a FIFO), the names value flow did not
+    follow (rldoctor.lint.value_flow)."""
     out = [f"{result.code}: {note.message}" for result in report.results for note in result.notes]
-    out += [note for note in report.notes if note.startswith((NO_RAY_HERE, "skipped "))]
+    out += [note for note in report.notes
+            if note.startswith((NO_RAY_HERE, "skipped ", "not followed: "))]
     return list(dict.fromkeys(out))
 
 
