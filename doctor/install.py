@@ -61,7 +61,10 @@ def require_ray_for_address(address: str | None) -> None:
     """A GCS address, `auto` or no address at all joins the cluster through a local Ray."""
     from rldoctor.dashboard import is_dashboard_address
 
+    from rldoctor.address import check
+
     chosen = address or os.environ.get("RAY_ADDRESS") or None
+    check(chosen, "--address" if address else "RAY_ADDRESS")  # not an address at all: exit 2
     if is_dashboard_address(chosen):
         return
     if chosen and chosen.strip().lower() != "auto":
