@@ -177,7 +177,8 @@ def _exit(code: int) -> None:
               help="Read the logs a cluster left instead of a live cluster: a Ray session "
               "directory (session_* or its logs/) or a folder of several nodes' session "
               "directories (read only, never written).")
-@click.option("--force", is_flag=True, help="--bundle: replace an existing file.")
+@click.option("--force", is_flag=True, help="Replace an existing --output or --bundle file "
+              "(without it an existing file is refused, before anything is collected).")
 @click.option("--max-size", type=Finite(min=0.1), default=50.0, show_default=True,
               metavar="MB", help="--bundle: size cap; the largest logs are cut from the front to fit.")
 @click.option("--obfuscate", is_flag=True, help="--bundle: also replace IP addresses and host "
@@ -199,7 +200,7 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
         from rldoctor.commands.collect import (check_choice, collect_bundle_file,
                                                collect_snapshot_file)
 
-        check_choice(output, bundle)
+        check_choice(output, bundle, force)
         if from_dir and address:
             from rldoctor.errors import UsageError
 
