@@ -63,6 +63,8 @@ def require_ray_for_address(address: str | None) -> None:
 
     from rldoctor.address import check
 
+    if address is not None and not address.strip():
+        check(address)  # --address '': said, not taken for auto
     chosen = address or os.environ.get("RAY_ADDRESS") or None
     check(chosen, "--address" if address else "RAY_ADDRESS")  # not an address at all: exit 2
     if is_dashboard_address(chosen):

@@ -52,18 +52,18 @@ def _not_mappings(data: dict, base: str) -> list[Problem]:
     wrong = []
     head = spec.get("headGroupSpec")
     if head is not None and not isinstance(head, dict):
-        wrong.append((f"{base}/headGroupSpec", head, "a mapping"))
+        wrong.append((f"{base}/headGroupSpec", "headGroupSpec", head, "a mapping"))
     workers = spec.get("workerGroupSpecs")
     if workers is not None and not isinstance(workers, list):
-        wrong.append((f"{base}/workerGroupSpecs", workers, "a list of mappings"))
+        wrong.append((f"{base}/workerGroupSpecs", "workerGroupSpecs", workers, "a list of mappings"))
     for i, group in enumerate(workers if isinstance(workers, list) else []):
         if not isinstance(group, dict):
-            wrong.append((f"{base}/workerGroupSpecs/{i}", group, "a mapping"))
-    return [Problem("fail", pointer, f"{pointer.rsplit('/', 1)[1]} is {kind_of(value)}, "
-                    f"not {kind}: KubeRay's CRD rejects this manifest",
-                    f"write {pointer.rsplit('/', 1)[1]} as {kind} (see KubeRay's RayCluster "
+            wrong.append((f"{base}/workerGroupSpecs/{i}", f"workerGroupSpecs[{i}]", group,
+                          "a mapping"))
+    return [Problem("fail", pointer, f"{name} is {kind_of(value)}, not {kind}: KubeRay's CRD "
+                    "rejects this manifest", f"write {name} as {kind} (see KubeRay's RayCluster "
                     "reference)", "", {"found": kind_of(value)})
-            for pointer, value, kind in wrong]
+            for pointer, name, value, kind in wrong]
 
 
 def _ray_container(group: dict) -> dict:
