@@ -1,5 +1,6 @@
 """`--address` (or RAY_ADDRESS) judged before anything is contacted: `auto`, HOST:PORT of the
-head's GCS or http(s)://HOST:PORT of its dashboard; anything else is one line, exit 2, that
+head's GCS or http(s)://HOST:PORT of its dashboard; anything else is one line, exit 3 (as a
+malformed address always was: nothing could be diagnosed), that
 says which part is wrong (a port out of range is not "not a number", a URL that does not
 parse is not "a GCS address"). Standard library only; nothing here connects.
 """
@@ -10,7 +11,7 @@ import ipaddress
 import re
 import urllib.parse
 
-from rldoctor.errors import UsageError
+from rldoctor.errors import Undiagnosable
 
 MAX_ADDRESS = 512  # a host name is at most 253 characters
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_-]{1,63})*\.?$")
@@ -96,10 +97,10 @@ def _split(netloc: str) -> tuple[str, str | None]:
 
 
 def check(address: str | None, given_as: str = "--address") -> None:
-    """Raise UsageError (exit 2) for an address that is none of the three kinds."""
+    """Raise Undiagnosable (exit 3) for an address that is none of the three kinds."""
     if address is None:
         return
     why = problem(address)
     if why:
-        raise UsageError(f"{given_as} {_shown(address.strip())}: not an address ({why}); give "
+        raise Undiagnosable(f"{given_as} {_shown(address.strip())}: not an address ({why}); give "
                          + KINDS)

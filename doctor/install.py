@@ -66,7 +66,7 @@ def require_ray_for_address(address: str | None) -> None:
     if address is not None and not address.strip():
         check(address)  # --address '': said, not taken for auto
     chosen = address or os.environ.get("RAY_ADDRESS") or None
-    check(chosen, "--address" if address else "RAY_ADDRESS")  # not an address at all: exit 2
+    check(chosen, "--address" if address else "RAY_ADDRESS")  # not an address at all: exit 3
     if is_dashboard_address(chosen):
         return
     if chosen and chosen.strip().lower() != "auto":

@@ -337,15 +337,16 @@ def test_lint_says_its_notes_on_stderr_once_and_keeps_stdout_for_findings():
     ("bad host:6379", "is not a host name or IP address"),
     ("", "it is empty"),
 ])
-def test_an_address_that_is_not_one_is_one_line_exit_2(address, says):
+def test_an_address_that_is_not_one_is_one_line_exit_3(address, says):
+    """Exit 3, as a malformed address always was (tests/test_unreachable.py)."""
     for command in (["check"], ["collect", "--output", "/nonexistent/x.json"]):
         result = run_rldoctor(*command, "--address", address, timeout=30)
         line = one_line(result)
-        assert result.code == 2 and says in line, result
+        assert result.code == 3 and says in line, result
         assert "GCS address)" not in line and "cannot reach" not in line
     env = {**_clean_env(), "RAY_ADDRESS": address or " "}
     result = run_rldoctor("check", env=env, timeout=30)
-    assert result.code == 2 and "RAY_ADDRESS" in one_line(result), result
+    assert result.code == 3 and "RAY_ADDRESS" in one_line(result), result
 
 
 @pytest.mark.parametrize("address", ["10.0.0.1:6379", "[::1]:6379", "head.example:6379",

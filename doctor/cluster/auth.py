@@ -69,18 +69,6 @@ def ask_gcs(address: str, token: str | None, timeout_s: float = PROBE_TIMEOUT_S)
         channel.close()
 
 
-def _accepts(address: str) -> bool:
-    """Does anything accept a TCP connection at host:port (within the probe's time)?"""
-    import socket
-
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
 def decide(address: str) -> AuthDecision:
     """Learn what the cluster at `address` wants, choose rldoctor's mode, and apply it."""
     asked = os.environ.get("RAY_AUTH_MODE")
@@ -90,10 +78,9 @@ def decide(address: str) -> AuthDecision:
     answer = ask_gcs(address, None)
     gcs_ms = round((time.perf_counter() - started) * 1000, 2)
     if answer == "silent":
-        if not _accepts(address):
-            raise Undiagnosable(
-                f"cannot reach {address}: no connection within {PROBE_TIMEOUT_S:g}s (the host is "
-                "down or unreachable from here, or a firewall drops the packets)")
+        from rldoctor.cluster.connect import reachable
+
+        reachable(address, PROBE_TIMEOUT_S)  # no connection at all: says so, blames no one
         raise Undiagnosable(
             f"no answer from a Ray GCS at {address} within {PROBE_TIMEOUT_S:g}s (something "
             "accepts connections there but does not speak Ray, or the head is frozen)")

@@ -134,9 +134,9 @@ def read(path: str, kind: str) -> Source | Problem:
     if kind == "python":  # `# -*- coding: latin-1 -*-` (PEP 263) is what Python reads it as
         try:
             encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        except SyntaxError as exc:  # an unknown coding name, or a BOM that contradicts it
-            return Problem(path, "binary", f"{exc.msg if hasattr(exc, 'msg') else exc}; "
-                           "not linted")
+        except SyntaxError as exc:  # an unknown coding name, a BOM that contradicts it, or
+            if "invalid or missing" not in str(exc):  # a first line that is not UTF-8 (below)
+                return Problem(path, "binary", f"{exc.msg}; not linted")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -87,5 +87,5 @@ def cell_sources(document: dict) -> dict[int, list[str]]:
     out = {}
     for number, cell in enumerate(document.get("cells") or [], start=1):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            out[number] = _cell_text(cell).splitlines(keepends=True)
+            out[number] = _cell_text(cell, number).splitlines(keepends=True)
     return out
