@@ -27,7 +27,7 @@ from conftest import FIXTURES, run_rldoctor
 from mutations import dumps, mutants
 
 SNAPSHOTS = sorted(p for p in FIXTURES.glob("*.json") if not p.name.endswith(".expected.json"))
-CASES_PER_SNAPSHOT = 100  # 22 fixtures: 2,200 snapshot cases, plus the bundles below
+CASES_PER_SNAPSHOT = 100  # 19 fixtures: 1,900 snapshot cases, and 300 bundles: 2,200
 BUNDLE_CASES = 300
 CASE_BOUND_S = 5.0
 DOCUMENTED_EXITS = {0, 1, 3}
@@ -130,6 +130,10 @@ def test_mutated_bundles_never_crash(tmp_path):
         _judge(code, out, err, time.monotonic() - started,
                f"bundle of {SNAPSHOTS[seed % len(docs)].name} seed {seed} ({fmt}): {done}", errored)
     assert len(errored) <= BUNDLE_CASES // 10, errored[:5]
+
+
+def test_the_fuzzer_runs_at_least_2000_cases():
+    assert len(SNAPSHOTS) * CASES_PER_SNAPSHOT + BUNDLE_CASES >= 2000
 
 
 @pytest.mark.parametrize("seed", [3, 17, 101])
