@@ -1,6 +1,7 @@
 """Shapes of JSON data read from a file: declared once, checked where the file is read.
 
-A shape is `STR`, `NUM` (an int or a float; a bool counts), `BOOL`, `NULL`, `ANY`, `List(shape)`,
+A shape is `STR`, `NUM` (an int or a float; a bool counts), `FIGURE` (a number, or "NaN", "Infinity" or
+"-Infinity"), `BOOL`, `NULL`, `ANY`, `List(shape)`,
 `Map(shape)` (an object whose keys are ids or names: every value of that shape), `Obj({key:
 shape})` (an object with known keys: each one present has that shape or is null; keys not
 named are anything; `need` names the keys that must be there) or `One(shape, ...)` (any of them). `mismatch(value, shape)` says where
@@ -13,17 +14,18 @@ into a float it raises). Used by rldoctor.snapshot_shape; pure, standard library
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 MAX_DEPTH = 64
 MAX_INT = 10**30
 
 
-@dataclass(frozen=True)
 class Leaf:
-    name: str     # what a message calls it: "a string", "a number"
-    types: tuple
+    __slots__ = ("name", "types")
+
+    def __init__(self, name: str, types: tuple):
+        self.name = name    # what a message calls it: "a string", "a number"
+        self.types = types
 
 
 STR = Leaf("a string", (str,))
@@ -31,28 +33,35 @@ NUM = Leaf("a number", (int, float))
 BOOL = Leaf("true or false", (bool,))
 ANY = Leaf("anything", (object,))
 NULL = Leaf("null", (type(None),))
+# A training's figures: a number, or the text a snapshot keeps a non-finite one as ("NaN",
+# rldoctor.metric_numbers.json_number), so a NaN loss reaches RLD607.
+FIGURE = Leaf("a number", (int, float))
+NON_FINITE = ("NaN", "Infinity", "-Infinity")
 
 
-@dataclass(frozen=True)
 class List:
-    of: Any
-
+    __slots__ = ("of",)
     name = "a list"
 
+    def __init__(self, of):
+        self.of = of
 
-@dataclass(frozen=True)
+
 class Map:
-    of: Any
-
+    __slots__ = ("of",)
     name = "an object"
 
+    def __init__(self, of):
+        self.of = of
 
-@dataclass(frozen=True, eq=False)
+
 class Obj:
-    keys: dict
-    need: tuple = ()  # keys that must be there, not null (the ids readers index by)
-
+    __slots__ = ("keys", "need")
     name = "an object"
+
+    def __init__(self, keys: dict, need: tuple = ()):
+        self.keys = keys
+        self.need = need  # keys that must be there, not null (the ids readers index by)
 
 
 class One:
@@ -106,7 +115,7 @@ def _fits(value: Any, shape: Any, path: str) -> str | None:
     if isinstance(shape, Leaf):
         if shape is ANY:
             return None
-        if isinstance(value, shape.types):
+        if isinstance(value, shape.types) or (shape is FIGURE and value in NON_FINITE):
             return None
         return f"{path}: {kind_of(value)} where {shape.name} belongs"
     if isinstance(shape, One):

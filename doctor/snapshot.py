@@ -17,7 +17,6 @@ from typing import Any
 
 from rldoctor import jsonread, node_state, words
 from rldoctor.errors import Undiagnosable
-from rldoctor.snapshot_shape import conform
 
 from rldoctor.snapshot_document import (  # noqa: F401 (read from here on the client)
     NOT_FROM_A_LIVE_CLUSTER, SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME, new_document)
@@ -228,6 +227,8 @@ def load(path: str | os.PathLike) -> Snapshot:
         raise Undiagnosable(
             f"{origin}: not valid JSON ({jsonread.problem(exc)}); the file may be truncated"
         ) from None
+    from rldoctor.snapshot_shape import conform
+
     snap = validate(document, origin)
     conform(snap.data, origin)
     return snap
