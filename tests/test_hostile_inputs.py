@@ -470,3 +470,35 @@ def test_the_commands_page_has_one_table_of_formats_and_exit_codes():
         assert f"`{fmt}`" in section, fmt
     for code in ("0", "1", "2", "3", "130"):
         assert f"| {code} |" in section, code
+
+
+def test_address_and_setting_values_fuzzed_never_raise_anything_but_one_line():
+    """2,000 seeded random option values: an address is judged or refused in one line, a
+    --set value applies or is a usage error; nothing else escapes."""
+    import random
+
+    from rldoctor.address import check
+    from rldoctor.commands._options import check_params
+    from rldoctor.engine.pipeline import Diagnosis
+    from rldoctor.errors import RldoctorError
+
+    from rldoctor.engine.registry import load_registry
+
+    registry = load_registry()
+    rng = random.Random(49)
+    alphabet = "abc:/[]%@.0123456789-_ \x00\u202e\udcffhtps" + "9" * 5
+    parts = ["http://", "https://", "[::1]", "127.0.0.1", ":", "%00", "auto", "9" * 30, "[", "]"]
+    for _ in range(1000):
+        text = "".join(rng.choice(parts) if rng.random() < 0.3 else rng.choice(alphabet)
+                       for _ in range(rng.randint(0, 40)))
+        try:
+            check(text)
+        except RldoctorError as exc:
+            assert "\n" not in str(exc) and len(str(exc)) < 600, repr(text)
+    for _ in range(1000):
+        value = "".join(rng.choice(alphabet + '{}"e+') for _ in range(rng.randint(0, 12)))
+        try:
+            Diagnosis.from_options(params=check_params((f"RLD201.warn_ms={value}",), None),
+                                   read_mutes=False, registry=registry)
+        except RldoctorError as exc:
+            assert "\n" not in str(exc), repr(value)
