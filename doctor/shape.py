@@ -1,7 +1,7 @@
 """Shapes of JSON data read from a file: declared once, checked where the file is read.
 
-A shape is `STR`, `NUM` (an int or a float; a bool counts), `FIGURE` (a number, or "NaN", "Infinity" or
-"-Infinity"), `BOOL`, `NULL`, `ANY`, `List(shape)`,
+A shape is `STR`, `NUM` (a finite int or float; a bool counts), `FIGURE` (a training's figure: a number, NaN
+and infinities included, or the text "NaN", "Infinity" or "-Infinity"), `BOOL`, `NULL`, `ANY`, `List(shape)`,
 `Map(shape)` (an object whose keys are ids or names: every value of that shape), `Obj({key:
 shape})` (an object with known keys: each one present has that shape or is null; keys not
 named are anything; `need` names the keys that must be there) or `One(shape, ...)` (any of them). `mismatch(value, shape)` says where
@@ -14,6 +14,7 @@ into a float it raises). Used by rldoctor.snapshot_shape; pure, standard library
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 MAX_DEPTH = 64
@@ -115,7 +116,11 @@ def _fits(value: Any, shape: Any, path: str) -> str | None:
     if isinstance(shape, Leaf):
         if shape is ANY:
             return None
-        if isinstance(value, shape.types) or (shape is FIGURE and value in NON_FINITE):
+        if isinstance(value, shape.types):
+            if shape is NUM and isinstance(value, float) and not math.isfinite(value):
+                return f"{path}: {value} where a finite number belongs"
+            return None
+        if shape is FIGURE and value in NON_FINITE:
             return None
         return f"{path}: {kind_of(value)} where {shape.name} belongs"
     if isinstance(shape, One):

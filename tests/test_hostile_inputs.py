@@ -153,12 +153,15 @@ def test_every_recorded_snapshot_and_what_the_log_reader_makes_has_the_declared_
 
 
 def test_the_json_report_is_strict_json(tmp_path):
-    """A figure of Infinity or NaN in a snapshot reaches the report as a string, never as a
-    bare Infinity that strict JSON parsers (jq, JavaScript) refuse."""
-    doc = json.loads(SNAPSHOT.read_text())
+    """A training's figure of Infinity or NaN reaches the report as a string, never as a bare
+    Infinity that strict JSON parsers (jq, JavaScript) refuse; where a figure must be finite
+    (a node's round trip) it is a wrong shape, read as not collected."""
+    doc = json.loads((FIXTURES / "training-hung.json").read_text())
+    runner = doc["training"]["trainings"][0]["runners"][0]
+    runner["steps_per_s"] = float("inf")
+    runner["queued_calls"] = float("nan")
     node = doc["nodes"][0]["node_id"]
     doc["network"]["nodes"].setdefault(node, {})["p50_ms"] = float("inf")
-    doc["object_store"]["nodes"][node]["store"]["spilled_bytes_total"] = float("nan")
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(doc))
     result = run_rldoctor("check", "--from", str(path), "--format", "json")
@@ -167,8 +170,11 @@ def test_the_json_report_is_strict_json(tmp_path):
         raise AssertionError(f"{name} in the JSON report")
 
     report = json.loads(result.stdout, parse_constant=refuse)
-    row = next(r for r in report["cluster"]["rows"] if r["node_id"] == node)
-    assert row["rtt_p50_ms"] == "Infinity" and row["spilled_bytes"] == "NaN"
+    runners = report["training"][0]["runners"]
+    assert runners[0]["steps_per_s"] == "Infinity" and runners[0]["queued_calls"] == "NaN"
+    assert report["training"][0]["env_steps_per_s"] == "Infinity"
+    assert any("its 'network' has the wrong shape" in n and "finite number" in n
+               for n in report["notes"])
 
 
 # -- lint: only regular files, parsers bounded -------------------------------------------------
