@@ -9,6 +9,7 @@ torch. Every error a user can cause is one line on stderr and an exit code
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -27,6 +28,21 @@ def _fail(exc: RldoctorError) -> None:
     click.echo(f"rldoctor: {redact(str(exc))}", err=True)
     sys.stdout.flush()
     os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
+
+
+class Finite(click.FloatRange):
+    """A number in range that is a number: nan and inf are refused as usage errors (exit 2)
+    before anything runs (a check's timeout of nan used to end in a traceback); at most a
+    million (seconds: 11 days; MB) unless told otherwise."""
+
+    def __init__(self, min=None, max=1e6, **kwargs):  # noqa: A002 (click's names)
+        super().__init__(min=min, max=max, **kwargs)
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 IGNORE_OPTION = click.option(
@@ -90,9 +106,9 @@ def main() -> None:
 @click.option("--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
 @click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+@click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
               help="Upper bound in seconds on collecting from the cluster.")
-@click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
+@click.option("--check-timeout", type=Finite(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")
 @click.option("--zone-label", default=None, metavar="KEY",
@@ -160,15 +176,16 @@ def _exit(code: int) -> None:
               "a dashboard address, gathered by the collectors' job inside the cluster).")
 @click.option("--address", help="GCS address HOST:PORT, http(s)://HOST:PORT of the dashboard, "
               "or 'auto'. Default: $RAY_ADDRESS, then auto.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+@click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
               help="Upper bound in seconds on taking the snapshot (the bundle's items have "
               "their own deadlines).")
 @click.option("--from", "from_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Read the logs a cluster left instead of a live cluster: a Ray session "
               "directory (session_* or its logs/) or a folder of several nodes' session "
               "directories (read only, never written).")
-@click.option("--force", is_flag=True, help="--bundle: replace an existing file.")
-@click.option("--max-size", type=click.FloatRange(min=0.1), default=50.0, show_default=True,
+@click.option("--force", is_flag=True, help="Replace an existing --output or --bundle file "
+              "(without it an existing file is refused, before anything is collected).")
+@click.option("--max-size", type=Finite(min=0.1), default=50.0, show_default=True,
               metavar="MB", help="--bundle: size cap; the largest logs are cut from the front to fit.")
 @click.option("--obfuscate", is_flag=True, help="--bundle: also replace IP addresses and host "
               "names (the nodes', this machine's, any a URL names), consistently; the map goes "
@@ -189,7 +206,7 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
         from rldoctor.commands.collect import (check_choice, collect_bundle_file,
                                                collect_snapshot_file)
 
-        check_choice(output, bundle)
+        check_choice(output, bundle, force)
         if from_dir and address:
             from rldoctor.errors import UsageError
 
@@ -223,7 +240,7 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
 @click.option("--target-return", type=float, default=195.0, show_default=True,
               help="Stop when the smoothed episode return reaches this (195: CartPole's classic "
               "'solved' bar).")
-@click.option("--time-budget", type=click.FloatRange(min=1), default=180.0, show_default=True,
+@click.option("--time-budget", type=Finite(min=1), default=180.0, show_default=True,
               help="Stop after this many seconds (Ray start included) if the target is not reached.")
 @click.option("--scaling", metavar="COUNTS", help="Also run a short sweep over these env-runner "
               "counts, e.g. 1,2,4: iteration time, env steps/s, speedup, efficiency.")
@@ -233,7 +250,7 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
 @click.option("--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
 @click.option("--record", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write the run as a snapshot; `rldoctor check --from FILE` re-diagnoses it.")
-@click.option("--lr", type=click.FloatRange(min=0), default=None, help="Advanced: learning rate "
+@click.option("--lr", type=Finite(min=0), default=None, help="Advanced: learning rate "
               "instead of the smoke default (1e-3); --lr 0 shows what a run that cannot learn reports.")
 @click.option("--seed", type=int, default=None, help="Advanced: random seed of the run.")
 def smoke_train(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
@@ -265,7 +282,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
 @click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
               "dashboard (one short Ray job per round, stopped and deleted on exit), or 'auto' "
               "for the cluster on this machine. Default: $RAY_ADDRESS, then auto.")
-@click.option("--interval", type=click.FloatRange(min=1), default=60.0, show_default=True,
+@click.option("--interval", type=Finite(min=1), default=60.0, show_default=True,
               metavar="SECONDS", help="Seconds from the start of one round to the next.")
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), required=True,
               metavar="PORT", help="Serve Prometheus metrics on http://HOST:PORT/metrics.")
@@ -277,9 +294,9 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
               "as JSON lines to FILE instead of stdout.")
 @click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
 @click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=30.0, show_default=True,
+@click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
               help="Upper bound in seconds on collecting from the cluster, per round.")
-@click.option("--check-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
+@click.option("--check-timeout", type=Finite(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")
 @click.option("--set", "settings", multiple=True, metavar="CODE.PARAM=VALUE",

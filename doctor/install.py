@@ -78,7 +78,12 @@ def require_ray_for_address(address: str | None) -> None:
     """A GCS address, `auto` or no address at all joins the cluster through a local Ray."""
     from rldoctor.dashboard import is_dashboard_address
 
+    from rldoctor.address import check
+
+    if address is not None and not address.strip():
+        check(address)  # --address '': said, not taken for auto
     chosen = address or os.environ.get("RAY_ADDRESS") or None
+    check(chosen, "--address" if address else "RAY_ADDRESS")  # not an address at all: exit 3
     if is_dashboard_address(chosen):
         return
     if chosen and chosen.strip().lower() != "auto":

@@ -7,18 +7,21 @@ absent, and `collectors[<section>]` says why.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
-from pathlib import Path
+import stat
+import sys
 from typing import Any
 
-from rldoctor import node_state, words
+from rldoctor import jsonread, node_state, words
 from rldoctor.errors import Undiagnosable
 
 from rldoctor.snapshot_document import (  # noqa: F401 (read from here on the client)
     NOT_FROM_A_LIVE_CLUSTER, SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME, new_document)
 _SCHEMA_RE = re.compile(r"^rldoctor\.snapshot/v(\d+)(?:\.\d+)?$")
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Snapshot:
@@ -128,29 +131,107 @@ def validate(data: Any, origin: str) -> Snapshot:
     return Snapshot(data)
 
 
-def load(path: str | os.PathLike) -> Snapshot:
-    """Read and validate a snapshot file (or an incident bundle); every failure is one line, exit 3."""
+MAX_SNAPSHOT_BYTES = 512 * 10**6  # a bundle's snapshot.json has the same cap (bundle.reader)
+_CHUNK = 1 << 20
+_STDIN = ("-", "/dev/stdin")
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO or pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _read_bounded(stream, origin: str) -> bytes:
+    """All of `stream`, read once, refused past MAX_SNAPSHOT_BYTES or when its first bytes are
+    neither a bundle nor text (/dev/zero, /dev/urandom end here at once)."""
+    chunks, total = [], 0
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        if not chunks and not chunk.startswith(GZIP_MAGIC):
+            if b"\x00" in chunk[:8192]:
+                raise Undiagnosable(f"{origin}: not an rldoctor snapshot (binary data)")
+            try:
+                chunk[:8192].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if exc.start < min(len(chunk), 8192) - 4:  # not a character cut at the edge
+                    raise Undiagnosable(f"{origin}: not an rldoctor snapshot (not UTF-8 text)") \
+                        from None
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > MAX_SNAPSHOT_BYTES:
+            raise Undiagnosable(f"{origin}: refusing a snapshot larger than "
+                                f"{MAX_SNAPSHOT_BYTES // 10**6} MB")
+    return b"".join(chunks)
+
+
+def read_input(path: str | os.PathLike) -> bytes | None:
+    """The bytes of the snapshot at `path`, read once (`-` or /dev/stdin: standard input);
+    None for a regular file that is a bundle (its reader opens it itself). Only regular files
+    and standard input are read, each bounded in size: a FIFO, a device or a socket is refused
+    in one line, never waited on."""
     origin = str(path)
+    if origin in _STDIN:
+        stream = sys.stdin.buffer
+        if stream.isatty():
+            raise Undiagnosable(f"{origin}: standard input is a terminal; pipe a snapshot or a "
+                                "bundle into it (rldoctor check --from - < snapshot.json)")
+        return _read_bounded(stream, origin)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise Undiagnosable(f"{origin}: no such file") from None
+    except OSError as exc:
+        raise Undiagnosable(f"{origin}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise Undiagnosable(f"{origin}: is a directory, not a snapshot file")
+    if not stat.S_ISREG(info.st_mode):
+        raise Undiagnosable(f"{origin}: {_file_kind(info.st_mode)}, not a snapshot file; give a "
+                            "snapshot or a bundle, or - to read one from standard input")
+    if info.st_size > MAX_SNAPSHOT_BYTES:
+        raise Undiagnosable(f"{origin}: refusing a snapshot of {info.st_size / 1e6:.0f} MB (at "
+                            f"most {MAX_SNAPSHOT_BYTES // 10**6} MB)")
     from rldoctor.bundle import reader as bundles
 
     if bundles.is_bundle(path):
-        return bundles.load(path)
+        return None
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise Undiagnosable(f"{origin}: no such file") from None
-    except IsADirectoryError:
-        raise Undiagnosable(f"{origin}: is a directory, not a snapshot file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Undiagnosable(f"{origin}: cannot read: {exc}") from None
+        with open(path, "rb") as handle:
+            return _read_bounded(handle, origin)
+    except OSError as exc:
+        raise Undiagnosable(f"{origin}: cannot read: {exc.strerror or exc}") from None
+
+
+def load(path: str | os.PathLike) -> Snapshot:
+    """Read and validate a snapshot file (or an incident bundle); every failure is one line, exit 3.
+    A section of the wrong shape is taken out as not collected (rldoctor.snapshot_shape)."""
+    origin = str(path)
+    from rldoctor.bundle import reader as bundles
+
+    data = read_input(path)
+    if data is None or data.startswith(GZIP_MAGIC):
+        return bundles.load(path, None if data is None else io.BytesIO(data))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Undiagnosable(f"{origin}: cannot read: not UTF-8 text") from None
+    try:
+        document = jsonread.loads(text)
+    except jsonread.TooMuch as exc:
+        raise Undiagnosable(f"{origin}: refusing the snapshot: {exc}") from None
+    except ValueError as exc:
         raise Undiagnosable(
-            f"{origin}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            "the file may be truncated"
+            f"{origin}: not valid JSON ({jsonread.problem(exc)}); the file may be truncated"
         ) from None
-    return validate(data, origin)
+    from rldoctor.snapshot_shape import conform
+
+    snap = validate(document, origin)
+    conform(snap.data, origin)
+    return snap
 
 
 def dumps(data: dict[str, Any]) -> str:

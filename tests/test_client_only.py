@@ -175,7 +175,7 @@ def test_lint_gives_the_full_installs_findings_and_says_what_it_skipped(client, 
     assert ours and ours <= lines
     text = client_rldoctor(client[0], "lint", str(FIXTURES / "lint" / "rules" / "rld802_local.yaml"),
                            env=env)
-    assert "RLD802: Ray's own cluster YAML validator" in text.stdout, text.stdout
+    assert "RLD802: Ray's own cluster YAML validator" in text.stderr, text.stderr
 
 
 def _refused(proc) -> str:

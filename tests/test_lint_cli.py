@@ -81,7 +81,7 @@ def test_fail_on_and_exit_codes(env, tmp_path):
 @pytest.mark.parametrize("args,says", [
     ((), "Missing argument"),
     (("x.py", "--diff", "--fix"), "exclusive"),
-    (("x.py", "--format", "table"), "Invalid value"),
+    (("x.py", "--format", "yaml"), "Invalid value"),
 ])
 def test_usage_errors_exit_2(env, args, says):
     result = lint(*args, env=env)

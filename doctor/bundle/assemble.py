@@ -118,7 +118,7 @@ def report_members(report, doc: dict, items: list[Item], top: str, bundle_name: 
     """report.json and report.md of the run, their findings pointing at the bundle's files."""
     from rldoctor.bundle.evidence import point_to_bundle
     from rldoctor.bundle.reader import index
-    from rldoctor.report.render.json import report_document
+    from rldoctor.report.render.json import finite, report_document
     from rldoctor.report.render.markdown import render_markdown
     from rldoctor.snapshot import Snapshot
 
@@ -126,7 +126,7 @@ def report_members(report, doc: dict, items: list[Item], top: str, bundle_name: 
     names = [f"{top}/{i.file}" for i in items if i.status == "ok" and i.file]
     point_to_bundle(report, Snapshot(dict(doc, bundle=index({"items": entries}, top, names,
                                                             bundle_name))))
-    return [Member(REPORT_JSON, _json_bytes(redactor.data(report_document(report)))),
+    return [Member(REPORT_JSON, _json_bytes(redactor.data(finite(report_document(report))))),
             Member(REPORT_MD, redactor.text(render_markdown(report)).encode("utf-8"))]
 
 

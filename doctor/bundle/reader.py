@@ -11,14 +11,15 @@ outside the bundle (path traversal).
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import tarfile
 import zlib
 from pathlib import PurePosixPath
 
 from rldoctor.bundle import MANIFEST, SCHEMA, SCHEMA_MAJOR, SNAPSHOT
+from rldoctor import jsonread
 from rldoctor.errors import Undiagnosable
+from rldoctor.shape import NUM, STR, List, Obj, One, mismatch
 from rldoctor.words import first_text_line
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -51,15 +52,17 @@ def _unsafe(member: tarfile.TarInfo) -> str | None:
     return None
 
 
-def read(path) -> tuple[dict, dict, str, list[str]]:
-    """(manifest, snapshot document, top folder, member names) of the bundle at `path`."""
+def read(path, fileobj=None) -> tuple[dict, dict, str, list[str]]:
+    """(manifest, snapshot document, top folder, member names) of the bundle at `path` (or in
+    `fileobj`, the bytes of one read from standard input)."""
     origin = str(path)
     wanted: dict[str, bytes] = {}
     names: list[str] = []
     top = None
     unpacked = 0
     try:
-        with tarfile.open(path, mode="r:gz") as tar:
+        with (tarfile.open(fileobj=fileobj, mode="r:gz") if fileobj is not None
+              else tarfile.open(path, mode="r:gz")) as tar:
             for member in tar:
                 why = _unsafe(member)
                 if why:
@@ -106,7 +109,9 @@ def _reason(exc: BaseException) -> str:
 
 def _json(data: bytes, origin: str):
     try:
-        return json.loads(data.decode("utf-8"))
+        return jsonread.loads(data.decode("utf-8"))
+    except jsonread.TooMuch as exc:
+        raise Undiagnosable(f"{origin}: refusing it: {exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise Undiagnosable(f"{origin}: not valid JSON ({_reason(exc)})") from None
 
@@ -124,11 +129,19 @@ def _check_schema(manifest, origin: str) -> None:
         raise Undiagnosable(f"{origin}: unsupported bundle schema {schema!r}")
 
 
+# What `index` reads of the manifest; a manifest of another shape points at nothing.
+MANIFEST_ITEMS = List(Obj({"file": STR, "node_id": STR, "kind": STR, "status": STR,
+                           "worker_id": STR, "pid": One(NUM, STR)}))
+
+
 def index(manifest: dict, top: str, names: list[str], path) -> dict:
     """What the bundle holds per node, for pointing findings at it: {file, top, nodes}."""
     present = set(names)
     nodes: dict[str, dict] = {}
-    for item in manifest.get("items") or []:
+    items = manifest.get("items") or []
+    if mismatch(items, MANIFEST_ITEMS, "items"):
+        items = []
+    for item in items:
         file = item.get("file")
         node_id = item.get("node_id")
         if item.get("status") != "ok" or not file or not node_id or f"{top}/{file}" not in present:
@@ -147,11 +160,14 @@ def index(manifest: dict, top: str, names: list[str], path) -> dict:
     return {"file": str(path), "top": top, "nodes": nodes}
 
 
-def load(path):
-    """The bundle's snapshot as a Snapshot, with an index of the bundle under `bundle`."""
+def load(path, fileobj=None):
+    """The bundle's snapshot as a Snapshot, with an index of the bundle under `bundle`; a
+    section of the wrong shape is taken out as not collected (rldoctor.snapshot_shape)."""
     from rldoctor.snapshot import validate
+    from rldoctor.snapshot_shape import conform
 
-    manifest, data, top, names = read(path)
+    manifest, data, top, names = read(path, fileobj)
     snap = validate(data, f"{path}: {SNAPSHOT}")
+    conform(snap.data, f"{path}: {SNAPSHOT}")
     snap.data["bundle"] = index(manifest, top, names, path)
     return snap

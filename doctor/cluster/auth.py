@@ -78,6 +78,9 @@ def decide(address: str) -> AuthDecision:
     answer = ask_gcs(address, None)
     gcs_ms = round((time.perf_counter() - started) * 1000, 2)
     if answer == "silent":
+        from rldoctor.cluster.connect import reachable
+
+        reachable(address, PROBE_TIMEOUT_S)  # no connection at all: says so, blames no one
         raise Undiagnosable(
             f"no answer from a Ray GCS at {address} within {PROBE_TIMEOUT_S:g}s (something "
             "accepts connections there but does not speak Ray, or the head is frozen)")

@@ -130,7 +130,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
         if _auth_refused(ray_log):  # Ray retries a refused token for a long time
             raise Undiagnosable(_explain_init_error(address, PermissionError("Unauthenticated")))
         raise Undiagnosable(
-            f"no answer from a Ray GCS at {address} within {timeout_s:g}s (something accepts "
+            f"no answer from a Ray GCS at {address} within {timeout_s:.0f}s (something accepts "
             f"connections there but does not speak Ray); {HOW_TO_POINT}")
     if "error" in outcome:
         exc = outcome["error"]

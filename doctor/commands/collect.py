@@ -8,14 +8,20 @@ print; errors are RldoctorError, handled by the CLI.
 
 from __future__ import annotations
 
-from rldoctor.errors import UsageError
+import os
+
+from rldoctor.errors import Undiagnosable, UsageError
 from rldoctor.output import write_text
 
 
-def check_choice(output, bundle) -> None:
+def check_choice(output, bundle, force: bool = False) -> None:
+    """Exactly one of --output and --bundle; an --output file that exists is refused without
+    --force before anything is collected, as --bundle's is (rldoctor.bundle.writer)."""
     if bool(output) == bool(bundle):
         raise UsageError("collect: give exactly one of --output FILE (a snapshot) or "
                          "--bundle FILE.tar.gz (the incident bundle)")
+    if output and os.path.lexists(output) and not force:
+        raise Undiagnosable(f"--output {output}: {output} exists; pass --force to replace it")
 
 
 def collect_snapshot_file(output: str, address, timeout: float) -> str:

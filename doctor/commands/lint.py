@@ -57,6 +57,11 @@ def run_lint(paths: list[str], fmt: str, fail_on: str, diff: bool, fix: bool,
     from rldoctor.report.render import LINT_RENDERERS
 
     write_text(LINT_RENDERERS[fmt](report), None)
+    if fmt in ("text", "table"):  # the JSON and Markdown reports carry these in their notes
+        from rldoctor.report.render.lint_text import side_notes
+
+        for note in side_notes(report):
+            _say(note)
     code = exit_code(report, problems, fail_on)
     if code == EXIT_UNDIAGNOSABLE:
         listed = "; ".join(f"{p['path']} ({p['message']})" for p in problems[:3])

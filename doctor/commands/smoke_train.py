@@ -43,7 +43,7 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
     # Progress goes where it does not spoil the report: stdout only for the table on a
     # terminal-bound stdout, else stderr. Ray's own output is sent to a log meanwhile,
     # so the stream is a copy of the fd taken now.
-    fd = 1 if fmt == "table" and not output else 2
+    fd = 1 if fmt in ("table", "text") and not output else 2
     stream = os.fdopen(os.dup(fd), "w", buffering=1)
 
     def say(line: str) -> None:

@@ -39,6 +39,7 @@ except ModuleNotFoundError:  # Python 3.10: the same parser, as a package (pypro
     import tomli as tomllib
 
 CONFIG_NAMES = ("rldoctor.toml", ".rldoctor.toml")
+MAX_CONFIG_BYTES = 2**20  # an ignore file is a few entries
 ENTRY_KEYS = ("code", "subject", "reason", "expires")
 _HEADER_RE = re.compile(r"^\s*\[\[\s*ignore\s*\]\]")
 _TOML_LINE_RE = re.compile(r"\(at line (\d+), column \d+\)")
@@ -131,6 +132,11 @@ def _expiry(value, where: _File, line: int | None):
 
 def parse_file(path: Path, registry) -> list[Mute]:
     """The entries of one ignore file; a code, name or CODE/RULE is looked up in `registry`."""
+    if path.exists() and not path.is_file():  # a FIFO would block the read, a device not end
+        raise UsageError(f"--config {path}: not a regular file")
+    if path.exists() and path.stat().st_size > MAX_CONFIG_BYTES:
+        raise UsageError(f"--config {path}: larger than {MAX_CONFIG_BYTES // 2**20} MB; not an "
+                         "ignore file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -140,6 +146,8 @@ def parse_file(path: Path, registry) -> list[Mute]:
     where = _File(path, text)
     try:
         doc = tomllib.loads(text)
+    except RecursionError:
+        raise where.error(None, "not valid TOML here: arrays or tables nested too deep") from None
     except tomllib.TOMLDecodeError as exc:
         match = _TOML_LINE_RE.search(str(exc))
         why = _TOML_LINE_RE.sub("", str(exc)).strip()

@@ -56,6 +56,34 @@ def validate_params(params: dict, registry: Registry) -> None:
         if unknown:
             known = ", ".join(sorted(checks[code].params)) or "none"
             raise UsageError(f"--set: {code} has no setting {', '.join(unknown)}; its settings: {known}")
+        for name, value in list(values.items()):
+            values[name] = _setting(code, name, value, checks[code].params[name])
+
+
+def _setting(code: str, name: str, value: Any, default: Any) -> Any:
+    """`value` of --set CODE.NAME=VALUE as the kind of the setting's default; a value of
+    another kind (warn_ms=abc, a NaN) is a usage error now, not a check that errors later."""
+    import math
+
+    where = f"--set {code}.{name}={value!r}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise UsageError(f"{where}: expected true or false (its default: {default!r})")
+    elif isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            raise UsageError(f"{where}: expected a finite number (its default: {default!r})")
+        if isinstance(default, int) and not isinstance(value, int) and value != int(value):
+            raise UsageError(f"{where}: expected a whole number (its default: {default!r})")
+    elif isinstance(default, str):
+        if not isinstance(value, str):
+            import json
+
+            value = json.dumps(value)  # zone_label=123: the text the user typed
+    elif isinstance(default, (list, tuple, dict)) and not isinstance(value, type(default)):
+        raise UsageError(f"{where}: expected {'a list' if isinstance(default, (list, tuple)) else 'an object'} "
+                         f"in JSON (its default: {default!r})")
+    return value
 
 
 class Linted(NamedTuple):
@@ -138,6 +166,9 @@ class Diagnosis:
         from rldoctor.lint.ray_table import note
 
         notes += [n for n in [note(doc["lint"].get("ray_build") or {})] if n]
+        notes += list(doc.get("notes") or [])  # what a walked folder held that was not read
+        notes += [f"not followed: {f['path']}: {n}" for f in doc["lint"]["files"]
+                  for n in (f.get("python") or {}).get("notes") or ()]
         for p in problems:
             where = p["path"] + (f":{p['line']}" if p.get("line") else "")
             notes.append(f"not linted: {where}: {p['message']}")

@@ -166,7 +166,8 @@ def lint_document(paths: list[str]) -> dict:
     from rldoctor.snapshot import new_document
 
     started = time.perf_counter()
-    files, missing = inputs.expand(list(paths))
+    skipped: list[str] = []  # files of a walked folder that are not regular (a FIFO)
+    files, missing = inputs.expand(list(paths), skipped)
     records = [{"path": p.path, "kind": "", **p.to_json()} for p in missing]
     needs_names = False
     for path, kind in files:
@@ -182,6 +183,8 @@ def lint_document(paths: list[str]) -> dict:
     doc[LINT_SECTION] = {"files": records, "ray_build": _ray_build(),
                          "ray": _ray_names() if needs_names else None,
                          "ray_modules": _ray_modules(records)}
+    if skipped:
+        doc["notes"] = skipped
     doc["collectors"][LINT_SECTION] = {"status": "ok",
                                        "duration_s": round(time.perf_counter() - started, 4)}
     return doc

@@ -87,6 +87,9 @@ def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
+    except UnicodeDecodeError:  # a PEP 263 source in another encoding: linted, not rewritten
+        raise UsageError(f"{path}: not UTF-8 (its coding line names another encoding): --fix "
+                         "and --diff rewrite UTF-8 files only; apply its fixes by hand") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read for --fix: {exc.strerror or exc}") from None
 

@@ -8,7 +8,10 @@ be read, is binary, is not UTF-8 or is larger than the limit becomes a
 
 from __future__ import annotations
 
+import io
 import os
+import stat
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +47,42 @@ class Problem:
                 "line": self.line, "column": self.column}
 
 
-def _walk(root: str) -> list[str]:
+def _walk(root: str, skipped: list[str]) -> list[str]:
+    """The files to lint under `root`; what is not a regular file (a FIFO would block the
+    read forever, a device never end) goes to `skipped` as a note."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root, onerror=None):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
         for name in sorted(filenames):
             if Path(name).suffix.lower() in KINDS:
-                found.append(os.path.join(dirpath, name))
+                path = os.path.join(dirpath, name)
+                why = not_regular(path)
+                if why:
+                    skipped.append(f"skipped {path}: {why}")
+                else:
+                    found.append(path)
     return found
 
 
-def expand(paths: list[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
-    """(path, kind) for every file to lint, in order, and the paths that are not there."""
+def not_regular(path: str) -> str | None:
+    """Why `path` is not read (it is a FIFO, a device or a socket), or None for a regular file
+    (or a link to one) and for a path that is not there (the read says so)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or
+            stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return f"{kind}, not a regular file; not read"
+
+
+def expand(paths: list[str], skipped: list[str] | None = None
+           ) -> tuple[list[tuple[str, str]], list[Problem]]:
+    """(path, kind) for every file to lint, in order, and the paths that are not there;
+    `skipped` collects a note for each file a walked folder holds that is not regular."""
+    skipped = [] if skipped is None else skipped
     files: list[tuple[str, str]] = []
     problems: list[Problem] = []
     seen: set[str] = set()
@@ -64,7 +91,7 @@ def expand(paths: list[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
             if not os.access(given, os.R_OK | os.X_OK):
                 problems.append(Problem(given, UNREADABLE, "cannot read directory: permission denied"))
                 continue
-            candidates = [(p, KINDS[Path(p).suffix.lower()]) for p in _walk(given)]
+            candidates = [(p, KINDS[Path(p).suffix.lower()]) for p in _walk(given, skipped)]
         elif os.path.lexists(given):
             kind = KINDS.get(Path(given).suffix.lower())
             if kind is None:
@@ -84,8 +111,12 @@ def expand(paths: list[str]) -> tuple[list[tuple[str, str]], list[Problem]]:
 
 
 def read(path: str, kind: str) -> Source | Problem:
-    """The file's text, or the reason it cannot be linted."""
+    """The file's text, or the reason it cannot be linted. Only regular files are opened (a
+    FIFO would block forever); Python sources are decoded as their PEP 263 line says."""
     limit = MAX_BYTES[kind]
+    why = not_regular(path)
+    if why:
+        return Problem(path, "unsupported", why)
     try:
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)
@@ -99,9 +130,17 @@ def read(path: str, kind: str) -> Source | Problem:
         return Problem(path, "too-large", f"larger than {size(limit)}; not linted (a generated file?)")
     if b"\x00" in data[:8192]:
         return Problem(path, "binary", "binary file (NUL bytes); not linted")
+    encoding = "utf-8-sig"
+    if kind == "python":  # `# -*- coding: latin-1 -*-` (PEP 263) is what Python reads it as
+        try:
+            encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        except SyntaxError as exc:  # an unknown coding name, a BOM that contradicts it, or
+            if "invalid or missing" not in str(exc):  # a first line that is not UTF-8 (below)
+                return Problem(path, "binary", f"{exc.msg}; not linted")
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
-        return Problem(path, "binary", "not UTF-8 text; not linted", line=line)
+        named = "UTF-8" if encoding.startswith("utf-8") else f"{encoding} (its coding line)"
+        return Problem(path, "binary", f"not {named} text; not linted", line=line)
     return Source(path, kind, text)

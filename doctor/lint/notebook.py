@@ -9,9 +9,10 @@ blank, so line numbers stay put. Locations are reported as
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
+
+from rldoctor import jsonread
 
 _IPY_LINE = re.compile(r"^(\s*)(%|!|\?)")
 
@@ -34,9 +35,13 @@ class Notebook:
         return 0, line
 
 
-def _cell_text(cell: dict) -> str:
+def _cell_text(cell: dict, number: int) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise NotebookError(f"not a notebook: the source of cell {number} is not text")
 
 
 def _python_lines(text: str) -> list[str]:
@@ -59,9 +64,9 @@ def _python_lines(text: str) -> list[str]:
 
 def read_notebook(text: str) -> Notebook:
     try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise NotebookError(f"not a notebook: invalid JSON ({exc})") from None
+        document = jsonread.loads(text)
+    except ValueError as exc:  # broken, nested too deep, or a number of thousands of digits
+        raise NotebookError(f"not a notebook: invalid JSON ({jsonread.problem(exc)})") from None
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookError("not a notebook: no \"cells\" list")
     lines: list[str] = []
@@ -69,7 +74,7 @@ def read_notebook(text: str) -> Notebook:
     for number, cell in enumerate(document["cells"], start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        code = _python_lines(_cell_text(cell))
+        code = _python_lines(_cell_text(cell, number))
         if not code:
             continue
         cells.append({"cell": number, "first_line": len(lines) + 1, "lines": len(code)})
@@ -82,5 +87,5 @@ def cell_sources(document: dict) -> dict[int, list[str]]:
     out = {}
     for number, cell in enumerate(document.get("cells") or [], start=1):
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
-            out[number] = _cell_text(cell).splitlines(keepends=True)
+            out[number] = _cell_text(cell, number).splitlines(keepends=True)
     return out

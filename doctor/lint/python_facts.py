@@ -500,6 +500,7 @@ class _Facts(ast.NodeVisitor):
                     facts["values"], facts["values_complete"] = values["values"], values["complete"]
         self.objects = flow.to_json()
         self.exports = flow.exports()
+        self.flow_notes = list(flow.notes)
 
     def result(self) -> dict:
         chains: dict[int, int] = {}
@@ -525,7 +526,8 @@ class _Facts(ast.NodeVisitor):
                 "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
                 "objects": getattr(self, "objects", []), "exports": getattr(self, "exports", {}),
                 "returns": self.returns,
-                "functions": sorted(set(self.functions))}
+                "functions": sorted(set(self.functions)),
+                "notes": getattr(self, "flow_notes", [])}
 
 
 class PythonSyntaxError(Exception):

@@ -167,9 +167,10 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
     cache_path = _cache_dir() / f"ray-modules-{build['version']}-{build['commit'][:12]}.json"
     try:
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
-        if cache.get("cache_version") != CACHE_VERSION:
-            cache = {}
-    except (OSError, ValueError):
+        if not isinstance(cache, dict) or cache.get("cache_version") != CACHE_VERSION \
+                or not isinstance(cache.get("modules", {}), dict):
+            cache = {}  # another version's, or not a cache at all (a list): read afresh
+    except (OSError, ValueError, RecursionError):
         cache = {}
     modules = cache.setdefault("modules", {})
     dirty = False
@@ -177,7 +178,7 @@ def module_index(wanted: dict[str, set[str]]) -> dict:
     for module in sorted(wanted):
         if module != "ray" and not module.startswith("ray."):
             continue
-        if module not in modules:
+        if not isinstance(modules.get(module), dict) or "exists" not in modules[module]:
             modules[module] = _read(root, module)
             dirty = True
         entry = modules[module]

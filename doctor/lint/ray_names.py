@@ -95,7 +95,8 @@ def known_names() -> dict:
     cache = _cache_dir() / f"ray-names-{build['version']}-{build['commit'][:12]}.json"
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
-        if cached.get("cache_version") == CACHE_VERSION and cached.get("stamp") == stamp:
+        if isinstance(cached, dict) and cached.get("cache_version") == CACHE_VERSION \
+                and cached.get("stamp") == stamp:
             return {**build, **{k: cached[k] for k in ("system_config_keys", "env_names")},
                     "cached": True}
     except (OSError, ValueError, KeyError):

@@ -37,6 +37,11 @@ from typing import Callable
 _COPIES = {"copy", "deepcopy", "copy.copy", "copy.deepcopy", "dict"}
 _MERGES = {"merge_dicts", "deep_update"}
 _MAX_PASSES = 4
+# The most dict objects one name may stand for. A name rebound over and over from itself
+# (`c = {**c, "xN": 1}` a thousand times) would otherwise hold every one of them, and each
+# rebinding copy them all: quadratic in time and memory. Past this the name is not followed
+# (a note says so) and what flows through it is not judged.
+_MAX_OBJECTS_PER_NAME = 64
 _MAX_VALUES = 8
 _UNKNOWN = object()
 
@@ -131,6 +136,8 @@ class ValueFlow:
         # another file, so each gets one object that says so (see `exports`).
         self._import_names = _project_import_names(tree.body)
         self._import_objects: dict[str, int] = {}  # imported name -> the object standing for it
+        self._wide: set[tuple[str, str]] = set()  # names past _MAX_OBJECTS_PER_NAME: not followed
+        self.notes: list[str] = []
 
     # -- driving ----------------------------------------------------------------------------
     def run(self) -> "ValueFlow":
@@ -180,8 +187,19 @@ class ValueFlow:
             key = ("class:" + self._class_of[scope], name)
         else:
             key = (scope, name)
+        if key in self._wide:
+            return
         have = self._env.setdefault(key, set())
         if not objects <= have:
+            if len(have | objects) > _MAX_OBJECTS_PER_NAME:
+                self._wide.add(key)
+                self._env[key] = set()
+                self._lits.pop(key, None)
+                self.notes.append(f"`{name}` stands for more than {_MAX_OBJECTS_PER_NAME} dicts "
+                                  "(rebound from itself again and again); the keys that flow "
+                                  "through it are not checked")
+                self._changed = True
+                return
             have |= objects
             self._changed = True
         lits = self._lits.setdefault(key, set())

@@ -136,6 +136,10 @@ def load_yaml(text: str) -> list[YamlDocument]:
         raise YamlProblem("yaml-error", f"not valid YAML: {exc}") from None
     except RecursionError:
         raise YamlProblem("yaml-error", "nested too deeply to parse; not linted") from None
+    except ValueError as exc:  # Python's own bound: an integer of more than 4,300 digits
+        why = ("an integer of more digits than Python reads (4,300)"
+               if "integer string conversion" in str(exc) else f"a value it cannot read ({exc})")
+        raise YamlProblem("yaml-error", f"not valid YAML here: {why}; not linted") from None
     finally:
         loader.dispose()
     return docs

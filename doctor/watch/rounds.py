@@ -209,7 +209,8 @@ class Watch:
         self.interval_s = interval_s
         self.stop = threading.Event()
         self.open: dict = {}
-        self.rounds = 0
+        self.rounds = 0  # rounds judged
+        self.failed = 0  # rounds that failed (no snapshot, or it could not be judged)
 
     def one_round(self) -> None:
         from rldoctor.watch import transitions
@@ -222,12 +223,14 @@ class Watch:
         except RoundFailed as exc:
             if self.stop.is_set():
                 return
+            self.failed += 1
             self.metrics.down(started, time.monotonic() - t0)
             self.log.write({"time": _stamp(started), "event": "round_failed", "reason": str(exc)})
             return
         except Exception as exc:  # a bug in one round never ends the watch
             from rldoctor.cluster.session import error_line
 
+            self.failed += 1
             self.metrics.down(started, time.monotonic() - t0)
             self.log.write({"time": _stamp(started), "event": "round_failed",
                             "reason": f"rldoctor could not judge the round: {error_line(exc)}"})
@@ -308,7 +311,8 @@ def run_watch(address, interval, metrics_port, metrics_host, log_path, diagnosis
         collector.stop()
         server.shutdown()
         log.close()
-    print(f"rldoctor watch: stopped after {watch.rounds} round(s); probes removed",
-          file=sys.stderr, flush=True)
+    print(f"rldoctor watch: stopped after {watch.rounds + watch.failed} round(s)"
+          + (f", {watch.failed} of them failed (see the round_failed lines)" if watch.failed else "")
+          + "; probes removed", file=sys.stderr, flush=True)
     return 0
 

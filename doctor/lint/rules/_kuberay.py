@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from rldoctor.lint.rules._cluster_config import Problem, cluster_problems
+from rldoctor.shape import kind_of
 
 KUBERAY_IDLE_DEFAULT_S = 60  # Ray's derivation: idle_timeout_minutes 1.0 without idleTimeoutSeconds
 _UNITS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20,
@@ -23,15 +24,46 @@ def quantity(value) -> float | None:
     return float(m.group(1)) * _UNITS[m.group(2)]
 
 
-def _groups(data: dict, base: str) -> list[tuple[str, str, dict]]:
-    """[(name, pointer, group spec)] for the head group and each worker group."""
+def _spec_at(data: dict, base: str) -> dict:
     spec = data
     for part in base.strip("/").split("/"):
-        spec = (spec or {}).get(part) or {}
-    out = [("headgroup", f"{base}/headGroupSpec", spec.get("headGroupSpec") or {})]
-    for i, group in enumerate(spec.get("workerGroupSpecs") or []):
-        out.append((group.get("groupName") or f"group {i}", f"{base}/workerGroupSpecs/{i}", group or {}))
+        spec = (spec if isinstance(spec, dict) else {}).get(part) or {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def _groups(data: dict, base: str) -> list[tuple[str, str, dict]]:
+    """[(name, pointer, group spec)] for the head group and each worker group that is a
+    mapping (`_not_mappings` reports the others)."""
+    spec = _spec_at(data, base)
+    head = spec.get("headGroupSpec")
+    out = [("headgroup", f"{base}/headGroupSpec", head if isinstance(head, dict) else {})]
+    workers = spec.get("workerGroupSpecs")
+    for i, group in enumerate(workers if isinstance(workers, list) else []):
+        if isinstance(group, dict):
+            out.append((str(group.get("groupName") or f"group {i}"),
+                         f"{base}/workerGroupSpecs/{i}", group))
     return out
+
+
+def _not_mappings(data: dict, base: str) -> list[Problem]:
+    """A head group, worker group list or worker group of the wrong kind: KubeRay's CRD
+    rejects the manifest (kubectl apply fails), so nothing else of it is judged."""
+    spec = _spec_at(data, base)
+    wrong = []
+    head = spec.get("headGroupSpec")
+    if head is not None and not isinstance(head, dict):
+        wrong.append((f"{base}/headGroupSpec", "headGroupSpec", head, "a mapping"))
+    workers = spec.get("workerGroupSpecs")
+    if workers is not None and not isinstance(workers, list):
+        wrong.append((f"{base}/workerGroupSpecs", "workerGroupSpecs", workers, "a list of mappings"))
+    for i, group in enumerate(workers if isinstance(workers, list) else []):
+        if not isinstance(group, dict):
+            wrong.append((f"{base}/workerGroupSpecs/{i}", f"workerGroupSpecs[{i}]", group,
+                          "a mapping"))
+    return [Problem("fail", pointer, f"{name} is {kind_of(value)}, not {kind}: KubeRay's CRD "
+                    "rejects this manifest", f"write {name} as {kind} (see KubeRay's RayCluster "
+                    "reference)", "", {"found": kind_of(value)})
+            for pointer, name, value, kind in wrong]
 
 
 def _ray_container(group: dict) -> dict:
@@ -48,9 +80,10 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
     data = doc["data"]
     facts = doc.get("kuberay") or {}
     base = facts.get("base") or "/spec"
-    spec = data
-    for part in base.strip("/").split("/"):
-        spec = (spec or {}).get(part) or {}
+    spec = _spec_at(data, base)
+    wrong = _not_mappings(data, base)
+    if wrong:
+        return wrong
     if facts.get("error") and not spec.get("enableInTreeAutoscaling"):
         facts = {**facts, "error": None}  # no autoscaler reads it: the CR's own rules below
     if facts.get("error"):

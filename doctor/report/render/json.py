@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from rldoctor import __version__
 from rldoctor.model import Report
@@ -34,5 +35,18 @@ def report_document(report: Report) -> dict:
     return doc
 
 
+def finite(value):
+    """`value` with every float that JSON cannot hold (NaN, Infinity) written as its name, a
+    string, so the report is strict JSON any parser reads (a NaN loss stays visible)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
 def render_json(report: Report) -> str:
-    return json.dumps(report_document(report), indent=2, default=str) + "\n"
+    return json.dumps(finite(report_document(report)), indent=2, default=str,
+                      allow_nan=False) + "\n"

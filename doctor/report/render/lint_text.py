@@ -25,6 +25,17 @@ def _one_line(text: str, limit: int = 400) -> str:
     return shorten(text, limit)
 
 
+def side_notes(report: Report) -> list[str]:
+    """What the text format says on stderr, once each, not among the findings on stdout: what
+    a rule could not do here (RLD802 without Ray), the shipped Ray table read instead of a
+    Ray, the files of a walked folder that were not read (a FIFO), the names value flow did not
+    follow (rldoctor.lint.value_flow)."""
+    out = [f"{result.code}: {note.message}" for result in report.results for note in result.notes]
+    out += [note for note in report.notes
+            if note.startswith((NO_RAY_HERE, "skipped ", "not followed: "))]
+    return list(dict.fromkeys(out))
+
+
 def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     """The lint report; `problems` (default: the report's `not_linted`) are the inputs not linted."""
     problems = report.not_linted if problems is None else problems
@@ -52,9 +63,6 @@ def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     out = [text for _, text in sorted(rows, key=lambda r: r[0])]
     for result in report.errored:
         out.append(f"rldoctor: {result.code} could not run: {result.detail}")
-    for result in report.results:  # what a rule could not do here (RLD802 without Ray)
-        out += [f"rldoctor: {result.code}: {note.message}" for note in result.notes]
-    out += [f"rldoctor: {note}" for note in report.notes if note.startswith(NO_RAY_HERE)]
     counts = report.counts()
     files = report.source.get("files", 0)
     skipped = len(problems or [])
