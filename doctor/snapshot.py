@@ -212,9 +212,15 @@ def load(path: str | os.PathLike) -> Snapshot:
     origin = str(path)
     from rldoctor.bundle import reader as bundles
 
-    data = read_input(path)
+    return from_bytes(read_input(path), origin)
+
+
+def from_bytes(data: bytes | None, origin: str) -> Snapshot:
+    """The snapshot (or bundle) in `data`, read from `origin`; None: the bundle file `origin`."""
+    from rldoctor.bundle import reader as bundles
+
     if data is None or data.startswith(GZIP_MAGIC):
-        return bundles.load(path, None if data is None else io.BytesIO(data))
+        return bundles.load(origin, None if data is None else io.BytesIO(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -42,9 +42,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 
+STDIN = ("-", "/dev/stdin")
+
+
 def kind_of(path: str) -> str:
     """One of: stdin, snapshot, bundle, runs, log-tarball, log-gz, logs."""
-    if path == "-":
+    if path in STDIN:
         return "stdin"
     if not os.path.exists(path):
         raise Undiagnosable(f"{path}: no such file or directory")
@@ -68,11 +71,15 @@ def kind_of(path: str) -> str:
     if name in ("result.json", "progress.csv") or (
             stripped.startswith(b"{") and b'"training_iteration"' in head):
         return "runs"
-    if stripped.startswith(b"{") and b'"schema"' in head and b"rldoctor" in head:
+    if _is_snapshot(head):
         return "snapshot"
     if name.endswith(".json") and not name.startswith("event_"):
         return "snapshot"  # whatever it holds: its reader says what is wrong with it
     return "logs"
+
+
+def _is_snapshot(head: bytes) -> bool:
+    return head.lstrip().startswith(b"{") and b'"schema"' in head and b"rldoctor" in head
 
 
 def _holds_results(path: str) -> bool:
@@ -116,6 +123,13 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
     from rldoctor import snapshot as snapshots
 
     kind = kind_of(path)
+    if kind == "stdin":  # read once: a snapshot or a bundle piped in, or pasted log lines
+        stdin = _stdin() if stdin is None else stdin[-STDIN_MAX_BYTES:]
+        if stdin.startswith(GZIP_MAGIC) or _is_snapshot(stdin[:4096]):
+            snap = snapshots.from_bytes(stdin, str(path))
+            return snap, {"kind": "snapshot", "file": str(path),
+                          "created_at": snap.get("created_at", ""),
+                          "recorded_from": (snap.get("source") or {}).get("address")}, None
     if kind in ("snapshot", "bundle"):
         snap = snapshots.load(path)
         if kind == "bundle":
@@ -137,7 +151,7 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
         doc = read_logs(path, window_s=window_s)
     else:
         sessions, input_kind = _virtual(path, kind, stdin)
-        doc = read_logs(path if path != "-" else "standard input", window_s=window_s,
+        doc = read_logs(path if path not in STDIN else "standard input", window_s=window_s,
                         sessions=sessions, input_kind=input_kind)
     snap = snapshots.validate(doc, str(path))
     return snap, dict(snap.get("source") or {}), None
