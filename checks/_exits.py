@@ -34,8 +34,12 @@ ENDED_WELL = ("SUCCEEDED", "STOPPED")
 ASKED = {"RAY_KILL": "it was ended with `ray.kill`", "OUT_OF_SCOPE": "its actor went out of scope",
          "REF_DELETED": "every reference to its actor was removed",
          "OWNER_DIED": "its actor's owner died first"}
-# A job's end is recorded by its supervisor, after Ray began to end its workers.
-JOB_END_SLACK_MS = 30_000
+# Ray ends a job's workers once the job's driver is gone; the job's end time is its
+# supervisor's, which may come a moment after those kills. A worker that died earlier than
+# this before the job's end (or before its driver's exit, where Ray recorded one) died while
+# the job ran: not of the job's end.
+JOB_END_SLACK_MS = 3_000
+DRIVER_END_SLACK_MS = 500
 
 
 def is_driver(worker: dict) -> bool:
@@ -76,6 +80,10 @@ class Ends:
                 self.actor_by_pid.setdefault((a.get("node_id"), a.get("pid")), a)
         self.own_jobs = {a.get("job_id") for a in items if a.get("job_id") and _is_own(a)}
         self.own_pids = {tuple(p) for p in actors.get("rldoctor_workers") or []}
+        # a job's driver exit, where Ray recorded it (a driver that left without ray.shutdown())
+        self.driver_end = {driver_job(w.get("worker_id")): _ms(w.get("end_time_ms"))
+                           for w in (data.get("workers") or {}).get("dead") or []
+                           if driver_job(w.get("worker_id"))}
         self.jobs: dict[str, tuple[str | None, float | None]] = {}
         for job_id, end_ms in (actors.get("ended_jobs") or {}).items():
             self.jobs[job_id] = (None, _ms(end_ms))
@@ -102,16 +110,26 @@ class Ends:
         if worker.get("exit_type") != "SYSTEM_ERROR":
             return None  # memory kills and user errors are never asked for
         status, end_ms = self.jobs.get(job, (None, None)) if job else (None, None)
-        died = _ms(worker.get("end_time_ms"))
-        if status in ENDED_WELL and (end_ms is None or died is None or died >= end_ms - JOB_END_SLACK_MS):
+        with_job = not actor.get("is_detached") and self._after_end(worker, job, end_ms)
+        if status in ENDED_WELL and with_job:  # a detached actor outlives its job
             return f"its job {status} and Ray ended the job's workers"
         if _sigterm(worker):
             reason = ((actor.get("death_cause") or {}).get("reason"))
             if reason in ASKED:
                 return f"Ray stopped it with SIGTERM: {ASKED[reason]}"
-            if end_ms is not None and died is not None and died >= end_ms - JOB_END_SLACK_MS:
+            if end_ms is not None and with_job:
                 return "Ray stopped it with SIGTERM as its job ended"
         return None
+
+    def _after_end(self, worker: dict, job: str | None, end_ms: float | None) -> bool:
+        """The worker died as its job ended: after its driver's exit, or (none recorded)
+        no earlier than a moment before the job's end."""
+        died = _ms(worker.get("end_time_ms"))
+        if died is None or job is None:
+            return False
+        if self.driver_end.get(job) is not None:
+            return died >= self.driver_end[job] - DRIVER_END_SLACK_MS
+        return end_ms is not None and died >= end_ms - JOB_END_SLACK_MS
 
 
 def _is_own(actor: dict) -> bool:

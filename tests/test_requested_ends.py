@@ -97,6 +97,33 @@ def test_a_crash_of_a_job_that_later_ended_well_or_of_no_known_job_is_still_a_cr
     assert sorted(finding.evidence["pids"]) == [4244, 4245]
 
 
+def test_a_user_stopping_a_detached_actor_just_before_the_job_ends_is_still_reported():
+    """tests/test_e2e_own_workers.py's case: a user's SIGTERM to a detached actor's worker, the
+    driver gone a moment later; a detached actor outlives its job, so the job's end is no cause."""
+    data = copy.deepcopy(ENDED_WELL)
+    ended = job(data, "ok")
+    data["workers"]["dead"].append(worker(4248, HEAD, ended["end_time"] - 0.5, job_id=ended["job_id"]))
+    data["actors"]["items"].append({"actor_id": "b" * 32, "class_name": "Stopped", "state": "DEAD",
+                                    "node_id": HEAD, "pid": 4248, "job_id": ended["job_id"],
+                                    "is_detached": True, "num_restarts": 0,
+                                    "death_cause": {"reason": "WORKER_DIED"}})
+    [finding] = crashes(data)
+    assert finding.evidence["pids"] == [4248] and finding.evidence["kinds"] == ["SIGTERM"]
+
+
+def test_a_worker_that_died_before_its_jobs_driver_exited_died_while_the_job_ran():
+    data = copy.deepcopy(ENDED_WELL)
+    gone = ENDED_WELL["jobs"]["now"] - 300  # a user's script (job 0a000000) left at this time
+    data["workers"]["dead"].append({**worker(4300, HEAD, gone, EOF_DETAIL),
+                                    "worker_id": "0a000000" + "f" * 48, "worker_type": "DRIVER"})
+    data["workers"]["dead"].append(worker(4249, HEAD, gone - 2, job_id="0a000000"))
+    data["workers"]["dead"].append(worker(4250, HEAD, gone + 1, job_id="0a000000"))
+    data["jobs"]["jobs"].append({"job_id": "0a000000", "submission_id": None, "status": "SUCCEEDED",
+                                 "end_time": gone + 1, "type": "DRIVER"})
+    [finding] = crashes(data)
+    assert finding.evidence["pids"] == [4249]
+
+
 @pytest.mark.parametrize("reason,asked", [("RAY_KILL", True), ("OUT_OF_SCOPE", True),
                                           ("REF_DELETED", True), ("OWNER_DIED", True),
                                           ("WORKER_DIED", False)])
