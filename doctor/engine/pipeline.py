@@ -123,6 +123,9 @@ class Diagnosis:
                         notes=list(self.registry.problems) + list(snap.get("notes") or []))
         self._parts(report, snap, results)
         self._mute(report)
+        from rldoctor.report.basis import build as basis
+
+        report.basis = basis(snap, results, report.active_findings)
         return report
 
     def lint(self, paths: list[str]) -> Linted:

@@ -6,7 +6,7 @@ import json
 
 from rldoctor.model import Report
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
-                                         source_line, summary_line, timeline_headline)
+                                         source_line, status_word, summary_line, timeline_headline)
 from rldoctor.report.timeline import when
 
 
@@ -28,7 +28,7 @@ def _finding(f) -> list[str]:
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"## rldoctor report: {report.status.upper()}", "",
+    out = [f"## rldoctor report: {status_word(report)}", "",
            f"Source: `{source_line(report).strip()}`  ", summary_line(report), ""]
     if report.cluster is not None:
         from rldoctor.report.render.overview import markdown_lines

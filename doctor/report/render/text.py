@@ -13,7 +13,15 @@ def source_line(report: Report) -> str:
     return f"{kind} {where}" + (f" at {when}" if when else "")
 
 
+def status_word(report: Report) -> str:
+    """OK, WARN, FAIL, ERROR, or NOT JUDGED when the input held nothing to judge."""
+    return "NOT JUDGED" if not report.judged else report.status.upper()
+
+
 def summary_line(report: Report) -> str:
+    if not report.judged:
+        return (f"status: NOT JUDGED  (nothing to judge: {report.basis['why_not']}; "
+                f"{len(report.results)} checks, {report.basis['checks_skipped']} skipped)")
     c = report.counts()
     parts = [f"{c['fail']} fail", f"{c['warn']} warn", f"{c['info']} info"]
     if c.get("muted"):
