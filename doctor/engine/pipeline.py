@@ -176,9 +176,12 @@ class Diagnosis:
             zone_label = (self.params.get("RLD203") or {}).get("zone_label")
             report.cluster = build(snap, report.findings, zone_label)
         if any(snap.has(s) for s in ("jobs", "nodes", "actors", "workers", "events")):
-            from rldoctor.report.timeline import build as timeline
+            from rldoctor.report.timeline import build as timeline, logs_end
 
             report.timeline = timeline(snap, self.window_s)
+            end = logs_end(snap)
+            if end is not None:  # ages count from now; the logs' own end is stated
+                report.source = {**report.source, "logs_end": end}
         from rldoctor.report.skipped import fold
 
         report.folded_skips = fold(results, self.checks, snap)

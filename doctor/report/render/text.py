@@ -66,6 +66,9 @@ def checks_line(report: Report) -> str:
 
 def timeline_headline(report: Report) -> str:
     events = report.timeline or []
+    end = (report.source or {}).get("logs_end")
+    ends = f"; the logs end at {end['time']} ({end['age']})" if end else ""
     if not events:
-        return "Timeline: no node, worker, actor or job event recorded in the window"
-    return (f"Timeline ({len(events)} event(s), oldest first; the cluster's clock, UTC):")
+        return f"Timeline: no node, worker, actor or job event recorded in the window{ends}"
+    ages = ", ages from now" if end else ""
+    return (f"Timeline ({len(events)} event(s), oldest first; the cluster's clock, UTC{ages}{ends}):")
