@@ -14,6 +14,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 
+from rldoctor import joinwatch
 from rldoctor.cluster import private
 from rldoctor.cluster.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
@@ -116,6 +117,9 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
             import ray
 
             private.silence_driver_relay()
+            node = private.driver_node(address)  # named by the join's time keeper if it must
+            if node:
+                joinwatch.tell("node", node)
             ctx = ray.init(address=address, namespace=namespace, log_to_driver=False,
                            logging_level=logging.ERROR, configure_logging=True,
                            include_dashboard=None)

@@ -1,0 +1,97 @@
+"""The join's time keeper (rldoctor.joinwatch) without a cluster: a child that never settles is
+ended at the deadline with one line and exit 3, its process group and its files gone; a child
+that settles keeps its own exit code and time; Ctrl-C reaches the child through the keeper.
+(tests/test_e2e_join_watchdog.py: the same on a real cluster whose first driver Ray holds.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+PROGRAM = """
+import os, sys, time
+sys.argv[0] = "/usr/bin/rldoctor"  # the console script: the keeper arms only there
+from rldoctor import joinwatch
+joinwatch.guard({timeout}, "10.0.0.1:6379")
+print("child", os.getpid(), os.getpgid(0), flush=True)
+{body}
+"""
+
+
+def run(body: str, timeout: float = 1.0, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PROGRAM.format(timeout=timeout, body=body)],
+                          capture_output=True, text=True, timeout=30, **kw)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_child_that_never_settles_is_ended_at_the_deadline_with_one_line(tmp_path):
+    kept = tmp_path / "rldoctor-ray-x.log"
+    kept.write_text("Ray's output")
+    body = (f"joinwatch.tell('file', {str(kept)!r})\njoinwatch.tell('node', 'ab12cd34ef56 (10.0.0.2)')\n"
+            "import subprocess; subprocess.Popen(['sleep', '60'])\n"  # something it started
+            "signal_free = __import__('signal').signal(15, __import__('signal').SIG_IGN)\n"
+            "time.sleep(60)")
+    started = time.monotonic()
+    done = run(body, timeout=1.0)
+    took = time.monotonic() - started
+    assert done.returncode == 3, done
+    assert took < 5, took  # 1 s, then SIGTERM (ignored here), SIGKILL after 1 s more
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rldoctor: Ray did not let rldoctor join the "
+                                                   "cluster at 10.0.0.1:6379 as a driver within 1s"), done.stderr
+    assert "on node ab12cd34ef56 (10.0.0.2), the node of this machine" in lines[0]
+    child, group = map(int, done.stdout.split()[1:3])
+    assert child == group  # a process group of its own, ended whole
+    time.sleep(0.2)
+    assert not _alive(child)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _in_group(int(p), group)]
+    assert not kept.exists()
+
+
+def _in_group(pid: int, group: int) -> bool:
+    try:
+        return os.getpgid(pid) == group and _alive(pid)
+    except OSError:
+        return False
+
+
+def test_a_child_that_settles_keeps_its_exit_code_and_its_time():
+    done = run("joinwatch.settled()\ntime.sleep(1.5)\nprint('report', flush=True)\nos._exit(1)",
+               timeout=0.5)
+    assert done.returncode == 1, done
+    assert done.stdout.splitlines()[-1] == "report" and done.stderr == ""
+    failed = run("sys.stderr.write('rldoctor: cannot reach\\n'); os._exit(3)", timeout=5)
+    assert failed.returncode == 3 and failed.stderr == "rldoctor: cannot reach\n", failed
+
+
+def test_ctrl_c_to_the_keeper_reaches_the_child_which_cleans_up():
+    body = ("import signal\n"
+            "def bye(*_):\n    print('cleaned up', flush=True); os._exit(130)\n"
+            "signal.signal(signal.SIGINT, bye)\njoinwatch.settled()\ntime.sleep(30)")
+    proc = subprocess.Popen([sys.executable, "-c", PROGRAM.format(timeout=5, body=body)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("child ")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "cleaned up" in out, (out, err)
+
+
+def test_the_keeper_arms_only_in_rldoctors_own_process_and_before_ray():
+    from rldoctor import joinwatch
+
+    assert not joinwatch.is_rldoctor_process()  # pytest: never forked
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['ray'] = object()\n"
+                           + PROGRAM.format(timeout=0.2, body="time.sleep(0.6); print('done')")],
+                          capture_output=True, text=True, timeout=30)
+    # armed, the keeper would have ended it at 0.2 s with exit 3
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "done" and done.stderr == "", done
