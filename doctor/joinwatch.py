@@ -54,7 +54,11 @@ def guard(timeout_s: float, address: str) -> None:
 
 
 def tell(kind: str, text: str = "") -> None:
-    """Tell the time keeper something (the node Ray joins, a file to remove if it must end us)."""
+    """Tell the time keeper something (the node Ray joins, a file to remove if it must end us;
+    "settled": see settled())."""
+    if kind == "settled":
+        settled()
+        return
     if _fd is None:
         return
     try:
@@ -68,8 +72,8 @@ def settled() -> None:
     global _fd
     if _fd is None:
         return
-    tell("settled")
     try:
+        os.write(_fd, b"settled \n")
         os.close(_fd)
     except OSError:
         pass

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from conftest import interruptible
+
 PROGRAM = """
 import os, sys, time
 sys.argv[0] = "/usr/bin/rldoctor"  # the console script: the keeper arms only there
@@ -79,7 +81,8 @@ def test_ctrl_c_to_the_keeper_reaches_the_child_which_cleans_up():
             "def bye(*_):\n    print('cleaned up', flush=True); os._exit(130)\n"
             "signal.signal(signal.SIGINT, bye)\njoinwatch.settled()\ntime.sleep(30)")
     proc = subprocess.Popen([sys.executable, "-c", PROGRAM.format(timeout=5, body=body)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)  # a suite run in the background ignores it
     assert proc.stdout.readline().startswith("child ")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=10)

