@@ -71,14 +71,18 @@ def _ms(value) -> float | None:
 class Ends:
     """The snapshot's facts that tell a requested end from a crash, indexed once."""
 
+    DRIVER = "a driver's end (its job's own status says how the job ended)"
+
     def __init__(self, data: dict):
         actors = (data.get("actors") or {})
-        items = list(actors.get("items") or [])
-        self.actor_by_pid = {}
-        for a in items:
+        self.actor_by_pid, self.own_jobs = {}, set()
+        for a in actors.get("items") or []:  # one pass: a cluster may hold 100,000 actors
             if a.get("pid"):
                 self.actor_by_pid.setdefault((a.get("node_id"), a.get("pid")), a)
-        self.own_jobs = {a.get("job_id") for a in items if a.get("job_id") and _is_own(a)}
+            if a.get("class_name") in OWN_CLASSES or str(a.get("ray_namespace") or "").startswith(
+                    OWN_NAMESPACE_PREFIX):
+                self.own_jobs.add(a.get("job_id"))
+        self.own_jobs.discard(None)
         self.own_pids = {tuple(p) for p in actors.get("rldoctor_workers") or []}
         # a job's driver exit, where Ray recorded it (a driver that left without ray.shutdown())
         self.driver_end = {driver_job(w.get("worker_id")): _ms(w.get("end_time_ms"))
@@ -101,7 +105,7 @@ class Ends:
     def asked_for(self, worker: dict) -> str | None:
         """Why the worker's end was asked for (a short phrase), or None: a crash."""
         if is_driver(worker):
-            return "a driver's end (its job's own status says how the job ended)"
+            return self.DRIVER
         actor = self.actor_of(worker) or {}
         job = self.job_of(worker)
         if (worker.get("node_id"), worker.get("pid")) in self.own_pids or _is_own(actor) \
@@ -135,3 +139,17 @@ class Ends:
 def _is_own(actor: dict) -> bool:
     return (actor.get("class_name") in OWN_CLASSES
             or str(actor.get("ray_namespace") or "").startswith(OWN_NAMESPACE_PREFIX))
+
+
+class Lazy:
+    """Ends, indexed only when a worker needs more than its own row (most never do)."""
+
+    def __init__(self, data: dict):
+        self.data, self.ends = data, None
+
+    def asked_for(self, worker: dict) -> str | None:
+        if is_driver(worker):
+            return Ends.DRIVER
+        if self.ends is None:
+            self.ends = Ends(self.data)
+        return self.ends.asked_for(worker)

@@ -27,6 +27,7 @@ from pathlib import Path
 EXIT_UNDIAGNOSABLE = 3
 GRACE_S = 1.0  # between SIGTERM and SIGKILL of a child that does not leave
 _fd: int | None = None  # the child's end of the pipe to its time keeper
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def is_rldoctor_process() -> bool:
@@ -43,14 +44,17 @@ def guard(timeout_s: float, address: str) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     read_end, write_end = os.pipe()
+    # held until the keeper forwards them: a Ctrl-C right after the fork reaches the child too
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         os.setpgid(0, 0)  # a group of its own: ended whole; Ctrl-C reaches it through the keeper
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _fd = write_end
         return
     os.close(write_end)
-    os._exit(_keep_time(pid, read_end, timeout_s, address))
+    os._exit(_keep_time(pid, read_end, timeout_s, address, mask))
 
 
 def tell(kind: str, text: str = "") -> None:
@@ -80,16 +84,17 @@ def settled() -> None:
     _fd = None
 
 
-def _keep_time(child: int, pipe: int, timeout_s: float, address: str) -> int:
+def _keep_time(child: int, pipe: int, timeout_s: float, address: str, mask) -> int:
     interrupted: list[int] = []
     def forward(signum, _frame):  # Ctrl-C, SIGTERM, SIGHUP: the child's to handle (cleanup)
         _signal(child, signum)
         if signum == signal.SIGINT:
             interrupted.append(1)
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in _FORWARDED:
         if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored (nohup, a background job): still
             signal.signal(sig, forward)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # what came meanwhile is forwarded now
     deadline = time.monotonic() + timeout_s
     told: dict[str, list[str]] = {"node": [], "file": []}
     buffer = b""

@@ -79,11 +79,13 @@ def test_a_child_that_settles_keeps_its_exit_code_and_its_time():
 def test_ctrl_c_to_the_keeper_reaches_the_child_which_cleans_up():
     body = ("import signal\n"
             "def bye(*_):\n    print('cleaned up', flush=True); os._exit(130)\n"
-            "signal.signal(signal.SIGINT, bye)\njoinwatch.settled()\ntime.sleep(30)")
+            "signal.signal(signal.SIGINT, bye)\nprint('ready', flush=True)\njoinwatch.settled()\n"
+            "time.sleep(30)")
     proc = subprocess.Popen([sys.executable, "-c", PROGRAM.format(timeout=5, body=body)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=interruptible)  # a suite run in the background ignores it
     assert proc.stdout.readline().startswith("child ")
+    assert proc.stdout.readline() == "ready\n"  # its own Ctrl-C handler is in place
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and "cleaned up" in out, (out, err)

@@ -302,7 +302,7 @@ def oom_kills(snap, params):
     # kernel's own log names the pids it killed; without it, only the OOM counter of the
     # node's own cgroup counts (the host-wide one counts every cgroup since boot).
     vanished: dict[str, list[dict]] = defaultdict(list)
-    ends = _exits.Ends(snap.data)
+    ends = _exits.Lazy(snap.data)
     for w in dead:
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or "") \
                 and not ends.asked_for(w):
@@ -396,7 +396,7 @@ def worker_crashes(snap, params):
     claimed = _chains.claimed_workers(snap.data) if snap.has("jobs") else set()
     # An end someone asked for (a driver that exited, a stopped or finished job's workers, an
     # actor ended or let go, rldoctor's own) is no crash: the timeline tells it.
-    ends = _exits.Ends(snap.data)
+    ends = _exits.Lazy(snap.data)
     crashes: dict[str, list[dict]] = defaultdict(list)
     for w in _dead_workers(snap):
         if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes \
