@@ -124,7 +124,7 @@ def _keep_time(child: int, pipe: int, timeout_s: float, address: str, mask) -> i
                 return _wait(child)
             told.setdefault(kind, []).append(text)
     if not ctrl_c:
-        sys.stderr.write(f"rldoctor: {_stuck_line(timeout_s, address, told['node'])}\n")
+        sys.stderr.write(f"rldoctor: {_stuck_line(timeout_s, address, told)}\n")
         sys.stderr.flush()
     _end(child)
     for path in told["file"]:
@@ -135,14 +135,40 @@ def _keep_time(child: int, pipe: int, timeout_s: float, address: str, mask) -> i
     return 130 if ctrl_c else EXIT_UNDIAGNOSABLE
 
 
-def _stuck_line(timeout_s: float, address: str, nodes: list[str]) -> str:
-    node = f"node {nodes[-1]}, the node of this machine that Ray joins drivers to," if nodes \
+def _stuck_line(timeout_s: float, address: str, told: dict) -> str:
+    gcs = (told.get("gcs") or [address])[-1]
+    found = local_node(gcs)
+    node = f"node {found}, the node of this machine that Ray joins drivers to," if found \
         else "the node of this machine that Ray joins drivers to (the head, if it runs here)"
     return (f"Ray did not let rldoctor join the cluster at {address} as a driver within "
             f"{timeout_s:g}s (--timeout): Ray holds a cluster's first driver until the workers "
             f"it starts for it register, and on {node} they have not; look at that node's "
             "raylet.out (\"have not registered within the timeout\") and its python-core-worker "
             "logs for workers that hang at start, or run rldoctor from another node")
+
+
+def local_node(gcs_address: str, proc: str = "/proc") -> str | None:
+    """`<node id> (<ip>)` of the node on this machine that `ray.init` joins a driver of the
+    cluster at `gcs_address` to, read from the raylets' command lines as Ray itself finds them
+    (the head if it runs here, else another node of that cluster here); None if none runs here."""
+    found = []
+    for pid in os.listdir(proc) if os.path.isdir(proc) else ():
+        try:
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if not args or not args[0].endswith("/raylet") or \
+                not any(f"--gcs-address={gcs_address}" in a.split() for a in args):
+            continue
+        flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+        if flags.get("node_id"):
+            head = "node:__internal_head__" in flags.get("static_resource_list", "")
+            found.append((not head, flags["node_id"], flags.get("node_ip_address") or "?"))
+    if not found:
+        return None
+    _, node_id, ip = min(found)
+    return f"{node_id[:12]} ({ip})"
 
 
 def _wait(child: int) -> int:

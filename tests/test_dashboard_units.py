@@ -283,9 +283,8 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
     # the one shared task read (cluster/task_table.py), the time-bounded pid histories and the
     # task reads made only when something calls for them (issue 35): 87.92 KiB; + 0.3 KiB for
     # the bundle's running calls read job by job (task_table.by_job, issue 35): 88.21 KiB;
-    # + 0.26 KiB for the node a driver of this machine joins and the hook of the join's time
-    # keeper (connect.tell, private.driver_node; issue 48): 88.47 KiB
-    assert len(package.build().data) < 88.65 * 1024
+    # + 0.15 KiB for the hook of the join's time keeper (connect.tell, issue 48): 88.36 KiB
+    assert len(package.build().data) < 88.4 * 1024
 
 
 def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):

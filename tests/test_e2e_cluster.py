@@ -160,12 +160,9 @@ def test_private_ray_calls_still_work_on_this_ray(cluster3):
         "scaler = private.autoscaler_state(ray.get_runtime_context().gcs_address, 5)\n"
         "scaler = {'flag': repr(scaler['v2_flag']), 'v1': sorted(scaler['v1']), "
         "'nodes': len(scaler['cluster_status']['cluster_resource_state']['node_states'])}\n"
-        "driver_node = private.driver_node(ray.get_runtime_context().gcs_address)\n"
         "print('=>', json.dumps({'per_node': per_node, 'demands': demands, 'stats': stats, "
-        "'modes': modes, 'scaler': scaler, 'driver_node': driver_node}))\n"))
+        "'modes': modes, 'scaler': scaler}))\n"))
     found = json.loads(out.strip())
-    # the node ray.init attaches a driver of this machine to: the head, which runs here
-    assert found["driver_node"] == f"{cluster3.nodes[0].node_id[:12]} ({cluster3.node_ip(0)})"
     assert found["modes"] == ["token", "disabled", "token"]  # refresh_auth_config takes effect
     assert set(found["stats"]) == {n.node_id for n in cluster3.nodes}
     for stats in found["stats"].values():

@@ -111,6 +111,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
 
     The auth mode is the cluster's own, learned before Ray is set up (rldoctor.cluster.auth).
     """
+    tell("gcs", address)  # the join's time keeper names this cluster's node on this machine
     reachable(address)
     auth = decide(address)
     preflight(address, auth)
@@ -124,9 +125,6 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
             import ray
 
             private.silence_driver_relay()
-            node = private.driver_node(address)  # named by the join's time keeper if it must
-            if node:
-                tell("node", node)
             ctx = ray.init(address=address, namespace=namespace, log_to_driver=False,
                            logging_level=logging.ERROR, configure_logging=True,
                            include_dashboard=None)

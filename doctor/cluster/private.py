@@ -229,21 +229,6 @@ def local_raylet_node_ids() -> set[str]:
         return found
 
 
-def driver_node(gcs_address: str, timeout_s: float = 2.0) -> str | None:
-    """`<node id> (<ip>)` of the node `ray.init` will attach this driver to (the head if it
-    runs on this machine, else a node of this machine: services.get_node_to_connect_for_driver),
-    or None when it cannot be told; for the line that names the node a stuck join waits on."""
-    try:
-        from ray._private.services import get_node_to_connect_for_driver
-        from ray._raylet import GcsClient
-
-        info = get_node_to_connect_for_driver(GcsClient(address=gcs_address),
-                                              timeout_seconds=timeout_s)
-        return f"{info.node_id.hex()[:12]} ({info.node_manager_address})"
-    except Exception:  # noqa: BLE001 - a name for a message, never a reason to fail
-        return None
-
-
 def dashboard_address(gcs_address: str, timeout_s: float) -> str | None:
     """HOST:PORT of the dashboard (and Ray's state API), as the head recorded it in the GCS;
     where Ray's own get_address_for_submission_client looks it up."""
