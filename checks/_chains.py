@@ -574,12 +574,42 @@ def _last_line(text) -> str:
 
 def claimed_workers(data: dict) -> set[tuple]:
     """(node id, pid) of the workers failed jobs' chains explain (their crash is the job's
-    story, not a system error)."""
+    story, not a system error): the worker whose code raised or could not import the user's
+    code, and every other worker of the job that died with it (from the first death of the
+    chain on; one that died earlier is a crash of its own)."""
+    from rldoctor.checks._exits import Ends
+
     out = set()
-    for chain in failed_jobs(data):
+    chains = failed_jobs(data)
+    if not chains:
+        return out
+    ends, facts = Ends(data), _Facts(data)
+    for chain in chains:
         if chain["root"]["kind"] in ("user_error", "code_missing"):
             out.update(tuple(pair) for pair in chain["claimed"])
+        job = chain["job"]
+        since = _root_time(chain, facts)
+        for w in facts.dead:
+            if ends.job_of(w) != job.get("job_id") or not job.get("job_id"):
+                continue
+            died = _epoch(w.get("end_time_ms"))
+            if since is None or died is None or died >= since - 1:
+                out.add((w.get("node_id"), w.get("pid")))
     return out
+
+
+def _root_time(chain: dict, facts: _Facts) -> float | None:
+    """When the failure began: the root worker's death, else its node's, else a minute before
+    the job's end."""
+    root = chain.get("worker") or {}
+    w = facts.worker_by_pid.get((root.get("node_id"), root.get("pid"))) if root.get("pid") else None
+    actor = facts.actor_by_id.get(root.get("actor_id")) if root.get("actor_id") else None
+    for t in ((w or {}).get("end_time_ms"), facts.actor_end(actor) if actor else None,
+              (chain.get("node") or {}).get("end_time")):
+        if _epoch(t) is not None:
+            return _epoch(t)
+    end = _epoch(chain["job"].get("end_time"))
+    return end - 60 if end is not None else None
 
 
 # -- the timeline ------------------------------------------------------------------------------
@@ -627,11 +657,17 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
             add(facts.actor_end(a), kind, f"actor:{a.get('actor_id')}", _actor_text, (a, w))
         if int(a.get("num_restarts") or 0) > 0:
             add(None, "actor_restarted", f"actor:{a.get('actor_id')}", _restart_text, a)
+    from rldoctor.checks._exits import Ends
+
+    ends = Ends(data)
     for w in facts.dead:
         if (w.get("node_id"), w.get("pid")) in seen_workers or str(w.get("exit_type") or "").startswith("INTENDED"):
             continue
-        kind = "oom_kill" if w.get("exit_type") == "NODE_OUT_OF_MEMORY" else "worker_dead"
-        add(_epoch(w.get("end_time_ms")), kind, f"node:{w.get('node_id')}", _worker_text, w)
+        asked = ends.asked_for(w)
+        kind = ("oom_kill" if w.get("exit_type") == "NODE_OUT_OF_MEMORY" else
+                "worker_ended" if asked else "worker_dead")
+        add(_epoch(w.get("end_time_ms")), kind, f"node:{w.get('node_id')}", _worker_text,
+            dict(w, asked_for=asked) if asked else w)
     for job in (data.get("jobs") or {}).get("jobs") or []:
         name = job_name(job)
         start, end = _epoch(job.get("start_time")), _epoch(job.get("end_time"))
@@ -705,7 +741,14 @@ def _restart_text(a) -> str:
 
 
 def _worker_text(w, facts) -> str:
-    return (f"worker pid {w.get('pid')} on node {facts.node_label(w.get('node_id'))} exited: "
+    from rldoctor.checks._exits import driver_job
+
+    job = driver_job(w.get("worker_id"))
+    who = f"the driver of job {job} (pid {w.get('pid') or '?'})" if job else f"worker pid {w.get('pid')}"
+    if w.get("asked_for"):  # an end someone asked for: why, then what Ray recorded
+        return (f"{who} on node {facts.node_label(w.get('node_id'))} ended, no crash: "
+                f"{w['asked_for']} ({w.get('exit_type')} {_short(w.get('exit_detail'), 100)})")
+    return (f"{who} on node {facts.node_label(w.get('node_id'))} exited: "
             f"{w.get('exit_type')} {_short(w.get('exit_detail'), 160)}")
 
 

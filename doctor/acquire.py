@@ -30,7 +30,15 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
         from rldoctor.dashboard.remote import collect_through_dashboard
 
         return collect_through_dashboard(wanted, timeout_s, extras=extras, window_s=window_s)
+    from rldoctor import joinwatch
+
+    # A process outside this interpreter keeps the join's bound (Ray's registration may hold
+    # the GIL past every Python timeout); before Ray is imported, which the fork needs.
+    joinwatch.guard(timeout_s, wanted or "auto")
+    from rldoctor.cluster import connect
     from rldoctor.cluster.session import collect_snapshot
+
+    connect.tell = joinwatch.tell
 
     if window_s is not None:
         from rldoctor.cluster import jobs

@@ -107,7 +107,9 @@ def main() -> None:
 @click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
               show_default=True, help="Exit 1 when a finding is at or above this severity.")
 @click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
-              help="Upper bound in seconds on collecting from the cluster.")
+              help="Upper bound in seconds on collecting from the cluster; joining it too, "
+              "even while Ray holds the join (a fresh cluster whose workers hang at start): "
+              "then one line naming the node, exit 3.")
 @click.option("--check-timeout", type=Finite(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")
@@ -177,8 +179,8 @@ def _exit(code: int) -> None:
 @click.option("--address", help="GCS address HOST:PORT, http(s)://HOST:PORT of the dashboard, "
               "or 'auto'. Default: $RAY_ADDRESS, then auto.")
 @click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
-              help="Upper bound in seconds on taking the snapshot (the bundle's items have "
-              "their own deadlines).")
+              help="Upper bound in seconds on taking the snapshot, joining the cluster "
+              "included (the bundle's items have their own deadlines).")
 @click.option("--from", "from_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Read the logs a cluster left instead of a live cluster: a Ray session "
               "directory (session_* or its logs/) or a folder of several nodes' session "

@@ -116,6 +116,13 @@ class Report:
     verbose: bool = False  # table and Markdown: every check row, not only those that are not OK
     # `rldoctor lint`: the inputs that could not be linted (path, line, message), for its text format
     not_linted: list[dict] = field(default_factory=list)
+    # What the input let the report judge (rldoctor.report.basis; JSON `verdict_basis`)
+    basis: dict | None = None
+
+    @property
+    def judged(self) -> bool:
+        """False when the input held nothing a verdict can stand on (nothing read)."""
+        return self.basis is None or bool(self.basis.get("judged", True))
 
     @property
     def findings(self) -> list[Finding]:
@@ -151,14 +158,18 @@ class Report:
 
     @property
     def status(self) -> str:
-        """ok, warn, fail or error: the worst finding that is not muted, error if a check errored."""
-        if self.errored:
+        """ok, warn, fail or error: the worst finding that is not muted, error if a check errored
+        or nothing could be judged (the status line says NOT JUDGED)."""
+        if self.errored or not self.judged:
             return "error"
         worst = max((f.severity for f in self.active_findings), default=None)
         return worst.label if worst else "ok"
 
     def exit_code(self, fail_on: Severity) -> int:
-        """0 when no finding that is not muted reaches `fail_on`; 1 when one does or a check errored."""
+        """0 when no finding that is not muted reaches `fail_on`; 1 when one does or a check errored;
+        3 when the input held nothing to judge."""
+        if not self.judged:
+            return 3
         if self.errored:
             return 1
         return 1 if any(f.severity >= fail_on for f in self.active_findings) else 0

@@ -114,7 +114,8 @@ def test_session_fixture_gives_the_expected_facts(name):
             assert job["entrypoint"] == job_want["entrypoint"]
         else:
             assert "tests/ppo_job.py" in job["entrypoint"] and "--fail-fast" in job["entrypoint"]
-        assert job["driver_log_tail"][-1].endswith(job_want["driver_log_ends_with"])
+        if "driver_log_ends_with" in job_want:  # a job that ended well may print nothing
+            assert job["driver_log_tail"][-1].endswith(job_want["driver_log_ends_with"])
         assert job["start_time"] < job["end_time"] <= doc["jobs"]["now"]
         chain = [(w["class_name"], w["pid"], w["actor_id"], w["node_id"]) for w in job["worker_logs"]]
         assert chain == [(c["class_name"], c["pid"], c["actor_id"], c["node_id"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rldoctor.checks import _chains
+from rldoctor.checks import _chains, _exits
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.checks import _loglines
@@ -39,8 +39,10 @@ _ACTOR_RESTART_FIX = (
 
 
 def _dead_workers(snap) -> list[dict]:
+    """The dead workers, drivers left out (a driver's worker type, or its id where a session
+    directory's line does not say it: rldoctor.checks._exits)."""
     return [w for w in (snap.get("workers") or {}).get("dead") or []
-            if w.get("worker_type") in _WORKER_TYPES]
+            if w.get("worker_type") in _WORKER_TYPES and not _exits.is_driver(w)]
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -302,8 +304,10 @@ def oom_kills(snap, params):
     # kernel's own log names the pids it killed; without it, only the OOM counter of the
     # node's own cgroup counts (the host-wide one counts every cgroup since boot).
     vanished: dict[str, list[dict]] = defaultdict(list)
+    ends = _exits.Lazy(snap.data)
     for w in dead:
-        if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or ""):
+        if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or "") \
+                and not ends.asked_for(w):
             vanished[w["node_id"]].append(w)
     for node_id, workers in sorted(vanished.items()):
         # a vanishing older than the window is history: info, so no ticket stays open for it
@@ -369,12 +373,16 @@ def worker_crashes(snap, params):
         The worker process died outside Ray's control: a segfault or abort in native code
         (env simulators, C extensions), a SIGKILL from the kernel's OOM killer, from
         `ray stop --force` or from a person, or an `os._exit` in user code. Ray records
-        it as exit type `SYSTEM_ERROR`, and so it records a worker stopped with SIGTERM
-        ("The process receives a SIGTERM"). rldoctor's own probe workers (namespace
-        `rldoctor-*`) are left out: Ray may stop one with SIGTERM as its run ends. So is a
-        worker that exited because the user's code raised (RLlib's env runner calls
-        `sys.exit(1)` after the exception, which Ray also records as `SYSTEM_ERROR`): that is
-        the failed job's story, told by RLD405.
+        it as exit type `SYSTEM_ERROR`, and so it records ends that someone asked for,
+        which are left out here and told by the timeline: a driver that exited (worker type
+        DRIVER, its id the job id followed by `ff...f`; rldoctor's own `check` drivers among
+        them), the workers of a job that SUCCEEDED or was STOPPED (`ray job stop`), which Ray
+        ends with SIGTERM ("The process receives a SIGTERM"), a worker Ray stopped with
+        SIGTERM because its actor was ended with `ray.kill`, went out of scope or lost its
+        owner, and rldoctor's own probe workers (namespace `rldoctor-*`). So is a worker that
+        exited because the user's code raised (RLlib's env runner calls `sys.exit(1)` after
+        the exception, which Ray also records as `SYSTEM_ERROR`), and the workers of a failed
+        job that died with it: that is the failed job's story, told by RLD405.
         Crashes older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
         10 minutes)) are reported at info: history, no ticket.
 
@@ -389,10 +397,13 @@ def worker_crashes(snap, params):
     # sys.exit(1) after the exception, and Ray records SYSTEM_ERROR) is a failed job's story
     # (RLD405), not a crash.
     claimed = _chains.claimed_workers(snap.data) if snap.has("jobs") else set()
+    # An end someone asked for (a driver that exited, a stopped or finished job's workers, an
+    # actor ended or let go, rldoctor's own) is no crash: the timeline tells it.
+    ends = _exits.Lazy(snap.data)
     crashes: dict[str, list[dict]] = defaultdict(list)
     for w in _dead_workers(snap):
         if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes \
-                and (w.get("node_id"), w.get("pid")) not in claimed:
+                and (w.get("node_id"), w.get("pid")) not in claimed and not ends.asked_for(w):
             crashes[w["node_id"]].append(w)  # workers of dead nodes: RLD101 tells that story
     for node_id, workers in sorted(crashes.items()):
         workers.sort(key=lambda w: -(w.get("end_time_ms") or 0))

@@ -21,6 +21,14 @@ from rldoctor.words import first_text_line, shorten
 
 CONNECT_TIMEOUT_S = 10.0
 PREFLIGHT_TIMEOUT_S = 3.0
+
+
+def tell(kind: str, text: str = "") -> None:
+    """What the join's time keeper is told (the node Ray joins, a file to remove, "settled");
+    the client's rldoctor.joinwatch.tell once it keeps one, else nothing."""
+    pass
+
+
 HOW_TO_POINT = ("pass --address HOST:PORT of the head's GCS (the port `ray start --head` "
                 "printed, 6379 by default) or set RAY_ADDRESS")
 
@@ -103,6 +111,7 @@ def join(address: str, timeout_s: float = CONNECT_TIMEOUT_S, ray_log: str | None
 
     The auth mode is the cluster's own, learned before Ray is set up (rldoctor.cluster.auth).
     """
+    tell("gcs", address)  # the join's time keeper names this cluster's node on this machine
     reachable(address)
     auth = decide(address)
     preflight(address, auth)

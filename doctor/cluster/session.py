@@ -59,6 +59,8 @@ def quiet_ray():
     keep = os.environ.get("RLDOCTOR_RAY_LOG")
     log = open(keep, "a") if keep else tempfile.NamedTemporaryFile(
         prefix="rldoctor-ray-", suffix=".log", delete=True)
+    if not keep:
+        connect.tell("file", log.name)  # removed by the join's time keeper if it must end us
     sys.stdout.flush()
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}
@@ -126,10 +128,12 @@ class LiveSession:
                                          timeout_s=budget.left(connect.CONNECT_TIMEOUT_S),
                                          ray_log=self.ray_log)
             except connect.CannotJoin as exc:  # another Ray or Python, or not a node
+                connect.tell("settled")
                 through = self.on_refused(self.resolved, budget, exc) if self.on_refused else None
                 if through is not None:  # the collectors run inside, with the cluster's Ray
                     return through
                 raise Undiagnosable(exc.one_line()) from None
+        connect.tell("settled")  # joined: the time keeper waits for the end (rldoctor.joinwatch)
         doc.setdefault("notes", []).extend(self.conn.auth.notes)
         timing = doc["timing"] = {"joined_s": budget.elapsed(), "joined_now": joined_now}
         self._collect(doc, budget, timing, extras)

@@ -100,4 +100,6 @@ def run(address, from_file, only, skip, fmt, output, fail_on, timeout, check_tim
         from rldoctor.report.render.text import summary_line
 
         click.echo(f"{summary_line(report)}; report written to {output}")
+    if not report.judged:  # exit 3: nothing could be diagnosed, in one line
+        click.echo(f"rldoctor: nothing to judge: {report.basis['why_not']}", err=True)
     return report.exit_code(Severity.parse(fail_on))

@@ -151,6 +151,9 @@ class Diagnosis:
                         notes=list(self.registry.problems) + list(snap.get("notes") or []))
         self._parts(report, snap, results)
         self._mute(report)
+        from rldoctor.report.basis import build as basis
+
+        report.basis = basis(snap, results, report.active_findings)
         return report
 
     def lint(self, paths: list[str]) -> Linted:
@@ -204,9 +207,12 @@ class Diagnosis:
             zone_label = (self.params.get("RLD203") or {}).get("zone_label")
             report.cluster = build(snap, report.findings, zone_label)
         if any(snap.has(s) for s in ("jobs", "nodes", "actors", "workers", "events")):
-            from rldoctor.report.timeline import build as timeline
+            from rldoctor.report.timeline import build as timeline, logs_end
 
             report.timeline = timeline(snap, self.window_s)
+            end = logs_end(snap)
+            if end is not None:  # ages count from now; the logs' own end is stated
+                report.source = {**report.source, "logs_end": end}
         from rldoctor.report.skipped import fold
 
         report.folded_skips = fold(results, self.checks, snap)

@@ -33,6 +33,7 @@ _DEATH_CONTEXTS = {"ActorDiedErrorContext": "actor_died_error_context",
                    "RuntimeEnvFailedContext": "runtime_env_failed_context",
                    "OomContext": "oom_context", "OOMContext": "oom_context",
                    "ActorUnschedulableContext": "actor_unschedulable_context"}
+_DRIVER_ID = re.compile(r"^[0-9a-f]{8}f{48}$")  # a driver's worker id: its job id, then ff...f
 
 
 def is_log_dir(path) -> bool:
@@ -253,6 +254,11 @@ def _dead_workers(facts: Facts) -> dict[str, dict]:
         w = dict(w)
         pid, _node = facts.pids.get(wid, (None, None))
         w["pid"] = pid
+        if _DRIVER_ID.match(wid):  # the GCS's exit line does not say DRIVER: its id does
+            job = facts.jobs_registered.get(wid[:8]) or {}
+            w.update({"worker_type": "DRIVER", "job_id": wid[:8], "pid": pid or job.get("driver_pid")})
+            out[wid] = w
+            continue
         files = facts.worker_files.get(wid) or []
         if files:
             job = files[0].meta.get("job")

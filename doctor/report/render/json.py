@@ -21,6 +21,8 @@ def report_document(report: Report) -> dict:
         "findings": [f.to_json() for f in report.findings],
         "notes": report.notes,
     }
+    if report.basis is not None:
+        doc["verdict_basis"] = report.basis
     if report.figures:
         doc["figures"] = report.figures
     if report.training is not None:

@@ -16,8 +16,8 @@ import re
 from rldoctor.model import Report
 from rldoctor.redact import redact
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
-                                         input_lines, source_line, summary_line,
-                                         timeline_headline)
+                                         input_lines, source_line, status_word,
+                                         summary_line, timeline_headline)
 from rldoctor.report.timeline import when
 
 
@@ -63,7 +63,7 @@ def _finding(f) -> list[str]:
 
 
 def render_markdown(report: Report) -> str:
-    out = [f"## rldoctor report: {report.status.upper()}", "",
+    out = [f"## rldoctor report: {status_word(report)}", "",
            f"Source: {_code(source_line(report).strip())}  ", _cell(summary_line(report)),
            *([""] + [f"- {_cell(line)}" for line in input_lines(report)] if input_lines(report) else []),
            ""]

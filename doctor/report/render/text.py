@@ -32,7 +32,15 @@ def input_lines(report: Report) -> list[str]:
     return out
 
 
+def status_word(report: Report) -> str:
+    """OK, WARN, FAIL, ERROR, or NOT JUDGED when the input held nothing to judge."""
+    return "NOT JUDGED" if not report.judged else report.status.upper()
+
+
 def summary_line(report: Report) -> str:
+    if not report.judged:
+        return (f"status: NOT JUDGED  (nothing to judge: {report.basis['why_not']}; "
+                f"{len(report.results)} checks, {report.basis['checks_skipped']} skipped)")
     c = report.counts()
     parts = [f"{c['fail']} fail", f"{c['warn']} warn", f"{c['info']} info"]
     if c.get("muted"):
@@ -77,6 +85,9 @@ def checks_line(report: Report) -> str:
 
 def timeline_headline(report: Report) -> str:
     events = report.timeline or []
+    end = (report.source or {}).get("logs_end")
+    ends = f"; the logs end at {end['time']} ({end['age']})" if end else ""
     if not events:
-        return "Timeline: no node, worker, actor or job event recorded in the window"
-    return (f"Timeline ({len(events)} event(s), oldest first; the cluster's clock, UTC):")
+        return f"Timeline: no node, worker, actor or job event recorded in the window{ends}"
+    ages = ", ages from now" if end else ""
+    return (f"Timeline ({len(events)} event(s), oldest first; the cluster's clock, UTC{ages}{ends}):")

@@ -1,0 +1,126 @@
+"""The join's time keeper (rldoctor.joinwatch) without a cluster: a child that never settles is
+ended at the deadline with one line and exit 3, its process group and its files gone; a child
+that settles keeps its own exit code and time; Ctrl-C reaches the child through the keeper.
+(tests/test_e2e_join_watchdog.py: the same on a real cluster whose first driver Ray holds.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import interruptible
+from rldoctor import joinwatch
+
+PROGRAM = """
+import os, sys, time
+sys.argv[0] = "/usr/bin/rldoctor"  # the console script: the keeper arms only there
+from rldoctor import joinwatch
+joinwatch.guard({timeout}, "10.0.0.1:6379")
+print("child", os.getpid(), os.getpgid(0), flush=True)
+{body}
+"""
+
+
+def run(body: str, timeout: float = 1.0, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", PROGRAM.format(timeout=timeout, body=body)],
+                          capture_output=True, text=True, timeout=30, **kw)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_child_that_never_settles_is_ended_at_the_deadline_with_one_line(tmp_path):
+    kept = tmp_path / "rldoctor-ray-x.log"
+    kept.write_text("Ray's output")
+    body = (f"joinwatch.tell('file', {str(kept)!r})\njoinwatch.tell('gcs', '10.0.0.1:6379')\n"
+            "import subprocess; subprocess.Popen(['sleep', '60'])\n"  # something it started
+            "signal_free = __import__('signal').signal(15, __import__('signal').SIG_IGN)\n"
+            "time.sleep(60)")
+    started = time.monotonic()
+    done = run(body, timeout=1.0)
+    took = time.monotonic() - started
+    assert done.returncode == 3, done
+    assert took < 5, took  # 1 s, then SIGTERM (ignored here), SIGKILL after 1 s more
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rldoctor: Ray did not let rldoctor join the "
+                                                   "cluster at 10.0.0.1:6379 as a driver within 1s"), done.stderr
+    # no raylet of that cluster runs here: the node is described, not named
+    assert "on the node of this machine that Ray joins drivers to (the head, if it runs here)" in lines[0]
+    child, group = map(int, done.stdout.split()[1:3])
+    assert child == group  # a process group of its own, ended whole
+    time.sleep(0.2)
+    assert not _alive(child)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _in_group(int(p), group)]
+    assert not kept.exists()
+
+
+def _in_group(pid: int, group: int) -> bool:
+    try:
+        return os.getpgid(pid) == group and _alive(pid)
+    except OSError:
+        return False
+
+
+def test_a_child_that_settles_keeps_its_exit_code_and_its_time():
+    done = run("joinwatch.settled()\ntime.sleep(1.5)\nprint('report', flush=True)\nos._exit(1)",
+               timeout=0.5)
+    assert done.returncode == 1, done
+    assert done.stdout.splitlines()[-1] == "report" and done.stderr == ""
+    failed = run("sys.stderr.write('rldoctor: cannot reach\\n'); os._exit(3)", timeout=5)
+    assert failed.returncode == 3 and failed.stderr == "rldoctor: cannot reach\n", failed
+
+
+def test_ctrl_c_to_the_keeper_reaches_the_child_which_cleans_up():
+    body = ("import signal\n"
+            "def bye(*_):\n    print('cleaned up', flush=True); os._exit(130)\n"
+            "signal.signal(signal.SIGINT, bye)\nprint('ready', flush=True)\njoinwatch.settled()\n"
+            "time.sleep(30)")
+    proc = subprocess.Popen([sys.executable, "-c", PROGRAM.format(timeout=5, body=body)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)  # a suite run in the background ignores it
+    assert proc.stdout.readline().startswith("child ")
+    assert proc.stdout.readline() == "ready\n"  # its own Ctrl-C handler is in place
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130 and "cleaned up" in out, (out, err)
+
+
+def test_the_keeper_arms_only_in_rldoctors_own_process_and_before_ray():
+    assert not joinwatch.is_rldoctor_process()  # pytest: never forked
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['ray'] = object()\n"
+                           + PROGRAM.format(timeout=0.2, body="time.sleep(0.6); print('done')")],
+                          capture_output=True, text=True, timeout=30)
+    # armed, the keeper would have ended it at 0.2 s with exit 3
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "done" and done.stderr == "", done
+
+
+def test_the_node_named_is_the_one_ray_joins_a_driver_to_found_from_the_raylets(tmp_path):
+    """Ray 2.60's raylet command lines (`--node_id=`, `--node_ip_address=`, the head's
+    `node:__internal_head__` resource, the cluster's GCS in its agent's command): the head of
+    the cluster at that address if it runs here, else another node of it here."""
+    def raylet(pid, node, ip, gcs, head):
+        resources = f"node:{ip},1.0" + (",node:__internal_head__,1.0" if head else "") + ",CPU,1"
+        args = ["/venv/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet",
+                f"--node_id={node}", f"--node_ip_address={ip}", f"--static_resource_list={resources}",
+                f"--dashboard_agent_command=/venv/bin/python -u agent.py --node-id={node} "
+                f"--gcs-address={gcs} --head"]
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes("\0".join(args).encode() + b"\0")
+
+    raylet(10, "a" * 56, "127.0.0.11", "127.0.0.10:5000", head=False)
+    raylet(11, "b" * 56, "127.0.0.10", "127.0.0.10:5000", head=True)
+    raylet(12, "c" * 56, "127.0.20.10", "127.0.20.10:7000", head=True)  # another cluster's head
+    (tmp_path / "13").mkdir()
+    (tmp_path / "13" / "cmdline").write_bytes(b"python\0-c\0--gcs-address=127.0.0.10:5000\0")
+    assert joinwatch.local_node("127.0.0.10:5000", str(tmp_path)) == f"{'b' * 12} (127.0.0.10)"
+    (tmp_path / "11" / "cmdline").unlink()  # the head is elsewhere: a node of it here
+    assert joinwatch.local_node("127.0.0.10:5000", str(tmp_path)) == f"{'a' * 12} (127.0.0.11)"
+    assert joinwatch.local_node("127.0.0.99:5000", str(tmp_path)) is None
