@@ -72,6 +72,9 @@ def _where(hit_names: dict) -> str:
 def findings(snap, code: str, already=()) -> list:
     """The findings of `code` the log lines tell, leaving out subjects `already` reported."""
     hits = _hits(snap, code)
+    if hits:
+        asked = _asked_for(snap)
+        hits = [h for h in hits if not asked(h)]
     if not hits:
         return []
     every = (snap.get("log_lines") or {}).get("items") or []
@@ -147,6 +150,23 @@ def findings(snap, code: str, already=()) -> list:
         if len(out) >= MAX_FINDINGS:
             break
     return out
+
+
+def _asked_for(snap):
+    """Whether a line is about a worker whose end was asked for (a driver that exited, the
+    workers of a job that ended well, rldoctor's own): no crash, whatever the line's words
+    (rldoctor.checks._exits, the one reading for every source)."""
+    from rldoctor.checks._exits import Lazy
+
+    ends = Lazy(snap.data)
+    dead = {w.get("worker_id"): w for w in ((snap.get("workers") or {}).get("dead") or [])
+            if isinstance(w, dict)}
+
+    def asked(hit: dict) -> bool:
+        worker_id = (hit.get("names") or {}).get("worker_id")
+        return bool(worker_id) and \
+            ends.asked_for(dead.get(worker_id) or {"worker_id": worker_id}) is not None
+    return asked
 
 
 def _join(finding, story: list[dict], root: dict) -> None:

@@ -125,7 +125,8 @@ def test_inputs_are_told_apart_in_one_place(tmp_path):
     assert source.kind_of(str(CORPUS / "kubectl-logs-folder")) == "logs"
     result = tmp_path / "trial" / "result.json"
     result.parent.mkdir()
-    result.write_text(json.dumps({"training_iteration": 1, "timesteps_total": 10}) + "\n")
+    result.write_text(json.dumps({"training_iteration": 1, "timesteps_total": 10,
+                                  "env_runners": {"episode_return_mean": 20.0}}) + "\n")
     assert source.kind_of(str(result)) == "runs"
     assert source.kind_of(str(result.parent)) == "runs"
     out = run_rldoctor("check", "--from", str(result))

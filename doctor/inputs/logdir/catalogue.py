@@ -135,7 +135,10 @@ ENTRIES: tuple[Entry, ...] = (
        "all (Python's faulthandler, enabled in every Ray worker)", WORKER + DRIVER, "by-process",
        "crash", "{process} died: {signal} in native code (faulthandler's dump in {file})",
        _NATIVE_FIX, ("signal",)),
-    _e("absl-signal", "*** SIG", r"\*\*\* (?P<signal>SIG[A-Z]+) received at time=(?P<epoch>\d+)",
+    # SIGTERM, SIGINT and SIGHUP ask a process to end (a user's `ray job stop`, Ray's own
+    # shutdown, a node drained): the handler dumps for them too, and that is no crash
+    _e("absl-signal", "*** SIG", r"\*\*\* (?P<signal>SIG(?!(?:TERM|INT|HUP)\b)[A-Z]+) received at "
+       r"time=(?P<epoch>\d+)",
        "2.0-2.60 (absl failure signal handler)", ANY, "by-process", "crash",
        "{process} died of {signal} (its crash dump in {file})",
        "A signal in Ray's own C++ process is a bug or a host fault: read the stack after the line "
