@@ -42,7 +42,7 @@ test: $(STAMP) system-tools
 	  status=$$?; $(PY) tests/netns.py clean; exit $$status
 
 test-fast: $(STAMP) system-tools
-	$(PY) -m pytest -m "not cluster and not slow"
+	$(PY) -m pytest -n 2 -m "not cluster and not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info
