@@ -7,7 +7,9 @@ where and when a test runs is here, applied by conftest.py at collection:
   tests run on one worker, in file order, so a
   module-scoped cluster is started once. Modules that share a session-scoped cluster are one
   unit too (`SHARED`): they run on one worker, in the order given there.
-- **Long units first** (`LONG_FIRST`, the slowest modules of the last measured run, slowest
+- **Units holding a serial test first** (below), in file order: a serial test waits for the
+  other worker's test in progress to end, which early on is a short one, not a training.
+- **Then long units** (`LONG_FIRST`, the slowest modules of the last measured run, slowest
   first): the two workers then end close together instead of one waiting on a long module
   picked up last. A module not listed runs after them, in file order.
 - **Timing-sensitive tests run alone** (`@pytest.mark.serial`): while one runs, the other
@@ -78,11 +80,16 @@ def _module(nodeid_or_path: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Long units first, modules of a shared unit in their order, file order otherwise."""
+    """Units holding a serial test first, then long units, then the rest; modules of a shared
+    unit in their order, file order otherwise."""
+    serial_units = {unit_of(_module(str(item.fspath))) for item in items
+                    if item.get_closest_marker("serial") is not None}
+
     def key(placed):
         index, item = placed
         module = _module(str(item.fspath))
-        return rank(unit_of(module), module), index
+        unit = unit_of(module)
+        return unit not in serial_units, rank(unit, module), index
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 

@@ -39,11 +39,13 @@ def _suite(tmp_path: Path) -> Path:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
-    # test_one keeps a worker busy while the other runs test_three, then test_two, whose
-    # serial test would fall in the middle of test_one without the lock, then test_whole, a
-    # serial module, between whose tests one of test_one's would run without its hold
+    # Units holding a serial test go first: test_one (ten tests, its last one serial) keeps a
+    # worker busy while the other runs test_two, whose serial test would fall in the middle of
+    # test_one without the lock, then test_whole, a serial module, between whose tests one of
+    # test_one's would run without its hold; test_three (no serial test) comes last
     tests = {
-        "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcdefghij"],
+        "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcdefghi"]
+        + ["@pytest.mark.serial\ndef test_one_j():\n    _ran('one_j', 0.1)\n"],
         "test_two": ["@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n",
                      "def test_two_a():\n    _ran('two_a', 0.6)\n"],
         "test_three": ["def test_three_a():\n    _ran('three_a', 0.6)\n",
