@@ -232,7 +232,6 @@ def test_bundle_holds_no_secret(incident, healthy_bundle):
         assert not leaked, f"{what} found in {leaked}"
 
 
-@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_bundle_holds_every_node_logs_stacks_and_results(incident, healthy_bundle):
     _, result, path = healthy_bundle
     print(f"bundle: {path.stat().st_size} bytes in {result.seconds:.1f}s")

@@ -92,7 +92,6 @@ def test_smoke_train_joins_an_auth_off_cluster_despite_a_stale_token(auth_off, t
     assert "ActorDied" not in result.stdout + result.stderr
 
 
-@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_token_cluster_refuses_a_stale_token_in_one_line(cluster3, tmp_path):
     result = run_rldoctor("check", "--address", cluster3.address,
                           env=_shell(cluster3, _home_with_stale_token(tmp_path)))
@@ -102,7 +101,6 @@ def test_token_cluster_refuses_a_stale_token_in_one_line(cluster3, tmp_path):
     assert "RAY_AUTH_TOKEN_PATH" in line and "stale-token" not in line
 
 
-@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_token_cluster_with_no_token_anywhere_is_one_line(cluster3, tmp_path):
     result = run_rldoctor("check", "--address", cluster3.address,
                           env=_shell(cluster3, str(tmp_path / "empty-home")))

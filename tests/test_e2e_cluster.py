@@ -252,7 +252,6 @@ def test_token_never_appears_in_any_output(cluster3, tmp_path):
     assert all(token not in t for t in texts)
 
 
-@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 def test_cluster_with_token_auth_refuses_rldoctor_without_token(cluster3):
     env = cluster3.client_env()
     env.pop("RAY_AUTH_TOKEN_PATH")

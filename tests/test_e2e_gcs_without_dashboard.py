@@ -37,7 +37,6 @@ def client_env(cluster) -> dict:
     return env
 
 
-@pytest.mark.serial  # bounds a time (tests/suite_plan.py)
 @pytest.mark.parametrize("command", [("check",), ("collect", "--output", "snap.json")])
 def test_another_ray_without_a_dashboard_is_one_line_naming_both_versions(cluster, command,
                                                                           tmp_path):
