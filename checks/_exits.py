@@ -93,7 +93,10 @@ class Ends:
             self.jobs[job_id] = (None, _ms(end_ms))
         for job in (data.get("jobs") or {}).get("jobs") or []:
             if job.get("job_id"):
-                self.jobs[job["job_id"]] = (job.get("status"), _ms(job.get("end_time")))
+                # a driver run by hand is SUCCEEDED however it ended (Ray keeps no exit code
+                # for it): its status says nothing of how its workers ended
+                status = job.get("status") if job.get("type") != "DRIVER" else None
+                self.jobs[job["job_id"]] = (status, _ms(job.get("end_time")))
 
     def actor_of(self, worker: dict) -> dict | None:
         return self.actor_by_pid.get((worker.get("node_id"), worker.get("pid")))

@@ -314,10 +314,12 @@ class LocalCluster:
     def start(self, timeout_s: float = 90) -> "LocalCluster":
         atexit.register(self.stop)
         try:
-            self._start_with_a_retry([0], timeout_s)
-            # The workers side by side once the head is up: each has its own loopback IP and
-            # ports, and registers with the GCS on its own (measured: tests/README.md, "Starting clusters").
-            self._start_with_a_retry(list(range(1, len(self.specs))), timeout_s)
+            # One node at a time (tests/README.md, "Starting clusters": side by side, on this
+            # 2-core host under `make test`'s two workers, raylets missed Ray's 30 s register
+            # deadline four times in one run, and the nodes' log files, numbered by start
+            # order in the shared temp dir, no longer matched the nodes' indices).
+            for index in range(len(self.specs)):
+                self._start_with_a_retry([index], timeout_s)
             self._learn_node_ids()
         except BaseException:
             self.stop()

@@ -451,6 +451,8 @@ def test_collect_output_refuses_an_existing_file_without_force(tmp_path):
     assert target.read_text() == "keep me"
     result = run_rldoctor("collect", "--output", str(target), "--from", session, "--force")
     assert result.code == 0 and json.loads(target.read_text())["schema"].startswith("rldoctor")
+    # what is no file (/dev/null, a pipe) is written into as ever, no --force needed
+    assert run_rldoctor("collect", "--output", os.devnull, "--from", session).code == 0
 
 
 def test_watch_counts_its_failed_rounds():

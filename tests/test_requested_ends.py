@@ -97,6 +97,19 @@ def test_a_crash_of_a_job_that_later_ended_well_or_of_no_known_job_is_still_a_cr
     assert sorted(finding.evidence["pids"]) == [4244, 4245]
 
 
+def test_a_crash_as_a_hand_run_driver_exits_is_still_a_crash():
+    """A script whose actor crashed (its worker's end: connection EOF) and that then exited at
+    once: Ray calls a driver run by hand SUCCEEDED however it ended, so its status says nothing
+    (tests/test_bundle_e2e.py's crash)."""
+    data = copy.deepcopy(ENDED_WELL)
+    ended = job(data, "ok")
+    ended["type"], ended["submission_id"] = "DRIVER", None
+    data["workers"]["dead"].append(worker(4246, HEAD, ended["end_time"] - 0.2, EOF_DETAIL,
+                                          job_id=ended["job_id"]))
+    [finding] = crashes(data)
+    assert finding.evidence["pids"] == [4246]
+
+
 def test_a_user_stopping_a_detached_actor_just_before_the_job_ends_is_still_reported():
     """tests/test_e2e_own_workers.py's case: a user's SIGTERM to a detached actor's worker, the
     driver gone a moment later; a detached actor outlives its job, so the job's end is no cause."""

@@ -26,6 +26,7 @@ def test_smoke_train_learns_across_three_nodes(tmp_path):
                               "--plot", str(plot), "--record", str(record),
                               env=cluster.client_env(), timeout=300)
         node_ids = {n.node_id for n in cluster.nodes}
+        node_ips = {cluster.node_ip(i) for i in range(len(cluster.nodes))}
     assert result.code == 0, result
     report = result.json()
     assert report["schema"] == "rldoctor.report/v1"
@@ -39,7 +40,7 @@ def test_smoke_train_learns_across_three_nodes(tmp_path):
     # env runners really ran on more than one node, and on this cluster's nodes
     assert fig["env_runner_nodes"] >= 2, fig["env_runners"]
     assert {r["node_id"] for r in fig["env_runners"]} <= node_ids
-    assert all(r["node_ip"].startswith("127.0.0.") for r in fig["env_runners"])
+    assert all(r["node_ip"] in node_ips for r in fig["env_runners"])
     # figures present and sane
     assert 0 < fig["startup_s"] < fig["seconds_to_target"] < 150
     assert 0 < fig["iteration_s_mean"] <= fig["iteration_s_p95"] + 1e-9

@@ -20,7 +20,9 @@ def check_choice(output, bundle, force: bool = False) -> None:
     if bool(output) == bool(bundle):
         raise UsageError("collect: give exactly one of --output FILE (a snapshot) or "
                          "--bundle FILE.tar.gz (the incident bundle)")
-    if output and os.path.lexists(output) and not force:
+    if output and not force and (os.path.isfile(output) or os.path.islink(output)):
+        # a file there (or a link) is replaced only with --force; /dev/null, /dev/stdout or a
+        # pipe is written into as ever (rldoctor.safe_write)
         raise Undiagnosable(f"--output {output}: {output} exists; pass --force to replace it")
 
 
