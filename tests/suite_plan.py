@@ -38,8 +38,14 @@ import pytest
 # actors, failed jobs or crash loops after, those that kill a node last.
 SHARED: dict[str, list[str]] = {}
 
-# The slowest units of the last measured run (tests/README.md), slowest first.
-LONG_FIRST: list[str] = []
+# The slowest units of the last measured runs (tests/README.md), slowest first.
+LONG_FIRST: list[str] = [
+    "test_e2e_autoscaler", "test_e2e_autoscaler_ray240", "test_e2e_job_failed_ray240",
+    "test_e2e_other_ray", "test_e2e_node_faults", "test_e2e_job_failed",
+    "test_e2e_bundle_replaced_runner", "test_smoke_e2e", "test_e2e_dashboard",
+    "test_e2e_workers_not_starting_default", "test_e2e_training", "test_e2e_postmortem_logs",
+    "test_serialization_e2e", "test_e2e_userlogs", "test_e2e_cgroup", "test_client_only",
+]
 
 
 def unit_of(module: str) -> str:
