@@ -510,3 +510,16 @@ def test_address_and_setting_values_fuzzed_never_raise_anything_but_one_line():
                                    read_mutes=False, registry=registry)
         except RldoctorError as exc:
             assert "\n" not in str(exc), repr(value)
+
+
+def test_a_bundle_is_called_a_bundle_in_the_reports_title(tmp_path):
+    bundle = tmp_path / "incident.tar.gz"
+    made = run_rldoctor("collect", "--bundle", str(bundle), "--from",
+                        str(FIXTURES / "sessions" / "env-raises"))
+    assert made.code == 0, made
+    report = run_rldoctor("check", "--from", str(bundle))
+    assert report.stdout.startswith(f"rldoctor report for bundle {bundle} at "), report
+    source = run_rldoctor("check", "--from", str(bundle), "--format", "json").json()["source"]
+    assert source["kind"] == "snapshot" and source["form"] == "bundle"  # kind as before
+    plain = run_rldoctor("check", "--from", str(FIXTURES / "node-dead.json"))
+    assert plain.stdout.startswith("rldoctor report for snapshot "), plain

@@ -127,16 +127,12 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
         stdin = _stdin() if stdin is None else stdin[-STDIN_MAX_BYTES:]
         if stdin.startswith(GZIP_MAGIC) or _is_snapshot(stdin[:4096]):
             snap = snapshots.from_bytes(stdin, str(path))
-            return snap, {"kind": "snapshot", "file": str(path),
-                          "created_at": snap.get("created_at", ""),
-                          "recorded_from": (snap.get("source") or {}).get("address")}, None
+            return snap, _recorded(snap, path, stdin.startswith(GZIP_MAGIC)), None
     if kind in ("snapshot", "bundle"):
         snap = snapshots.load(path)
         if kind == "bundle":
             bundle_log_lines(path, snap)
-        source = {"kind": "snapshot", "file": str(path), "created_at": snap.get("created_at", ""),
-                  "recorded_from": (snap.get("source") or {}).get("address")}
-        return snap, source, None
+        return snap, _recorded(snap, path, kind == "bundle"), None
     if kind == "runs":
         from rldoctor.inputs.runs import read_runs as reader
 
@@ -155,6 +151,14 @@ def read(path: str, window_s=None, read_runs=None, stdin: bytes | None = None) -
                         sessions=sessions, input_kind=input_kind)
     snap = snapshots.validate(doc, str(path))
     return snap, dict(snap.get("source") or {}), None
+
+
+def _recorded(snap, path: str, bundle: bool) -> dict:
+    """The source of a report on a recorded snapshot; `form` says whether it came in a bundle
+    (the report's title names it so)."""
+    return {"kind": "snapshot", "file": str(path), "form": "bundle" if bundle else "snapshot",
+            "created_at": snap.get("created_at", ""),
+            "recorded_from": (snap.get("source") or {}).get("address")}
 
 
 def bundle_log_lines(path: str, snap) -> None:

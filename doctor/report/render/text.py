@@ -8,7 +8,7 @@ from rldoctor.model import Report
 def source_line(report: Report) -> str:
     src = report.source
     where = src.get("address") or src.get("file") or "?"
-    kind = src.get("kind", "")
+    kind = "bundle" if src.get("form") == "bundle" else src.get("kind", "")
     when = src.get("created_at", "")
     return f"{kind} {where}" + (f" at {when}" if when else "")
 
