@@ -189,13 +189,9 @@ def bundle_log_lines(path: str, snap) -> None:
                 node_id = wanted.get(member.name)
                 if node_id is None or not member.isfile() or total >= TAR_MAX_TOTAL_BYTES:
                     continue
-                f = tar.extractfile(member)
-                if f is None:
+                data = _member_tail(tar, member, total)
+                if data is None:
                     continue
-                want = min(member.size, TAR_MAX_MEMBER_BYTES, TAR_MAX_TOTAL_BYTES - total)
-                if member.size > want:
-                    f.seek(member.size - want)
-                data = f.read(want)
                 total += len(data)
                 name = PurePosixPath(member.name).name
                 kind, meta = F.kind_of(name)
@@ -209,6 +205,18 @@ def bundle_log_lines(path: str, snap) -> None:
             facts.node(node["node_id"])["ip"] = node.get("ip")
     sessions = [F.Session(f"bundle:{nid}", f"bundle:{nid}", "", logs) for nid, logs in by_node.items()]
     add_log_lines(snap.data, scan(sessions, facts, facts.r, {s.root: s.root[7:] for s in sessions}))
+
+
+def _member_tail(tar, member, total: int) -> bytes | None:
+    """A tarball member's bytes, its end when it is over the per-member cap or the room left
+    under the total (`total` read so far); None when it holds no data to read."""
+    f = tar.extractfile(member)
+    if f is None:
+        return None
+    want = min(member.size, TAR_MAX_MEMBER_BYTES, TAR_MAX_TOTAL_BYTES - total)
+    if member.size > want:
+        f.seek(member.size - want)
+    return f.read(want)
 
 
 def _virtual(path: str, kind: str, stdin: bytes | None = None):
@@ -312,13 +320,9 @@ def _tar_sessions(path: str):
                     continue
                 if total >= TAR_MAX_TOTAL_BYTES:
                     break
-                f = tar.extractfile(member)
-                if f is None:
+                data = _member_tail(tar, member, total)
+                if data is None:
                     continue
-                want = min(member.size, TAR_MAX_MEMBER_BYTES, TAR_MAX_TOTAL_BYTES - total)
-                if member.size > want:
-                    f.seek(member.size - want)
-                data = f.read(want)
                 if kind == "other" and not F.looks_like_ray("", data):
                     continue  # a file that holds nothing Ray writes
                 total += len(data)
