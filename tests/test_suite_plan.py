@@ -25,9 +25,18 @@ import pytest
 
 def _ran(name, seconds):
     started = time.time()
+    open(os.path.join({marks!r}, os.environ.get("PYTEST_XDIST_WORKER", "")), "w").close()
     time.sleep(seconds)
     line = f"{{name}} {{os.environ.get('PYTEST_XDIST_WORKER')}} {{started}} {{time.time()}}\\n"
     os.write(os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT), line.encode())
+
+def _wait_for_the_other_worker():
+    # until the other worker has started a test (a worker can start seconds after the other on
+    # a loaded host): the serial test that follows then falls inside the other's run
+    me = os.environ.get("PYTEST_XDIST_WORKER", "")
+    deadline = time.time() + 30
+    while time.time() < deadline and not set(os.listdir({marks!r})) - {{me}}:
+        time.sleep(0.05)
 
 {tests}
 """
@@ -36,25 +45,28 @@ def _ran(name, seconds):
 def _suite(tmp_path: Path) -> Path:
     tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "ran.log"
+    marks = tmp_path / "started"
+    marks.mkdir()
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
     # Units holding a serial test go first: test_one (ten tests, its last one serial) keeps a
-    # worker busy while the other runs test_two, whose serial test would fall in the middle of
-    # test_one without the lock, then test_whole, a serial module, between whose tests one of
-    # test_one's would run without its hold; test_three (no serial test) comes last
+    # worker busy while the other runs test_two, whose serial test (after a first test that waits
+    # until the other worker has started) would fall in the middle of test_one without the lock,
+    # then test_whole, a serial module, between whose tests one of test_one's would run without
+    # its hold; test_three (no serial test) comes last
     tests = {
         "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcdefghi"]
         + ["@pytest.mark.serial\ndef test_one_j():\n    _ran('one_j', 0.1)\n"],
-        "test_two": ["@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n",
-                     "def test_two_a():\n    _ran('two_a', 0.6)\n"],
+        "test_two": ["def test_two_a():\n    _wait_for_the_other_worker()\n    _ran('two_a', 0.6)\n",
+                     "@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n"],
         "test_three": ["def test_three_a():\n    _ran('three_a', 0.6)\n",
                        "def test_three_b():\n    _ran('three_b', 0.6)\n"],
         "test_whole": ["pytestmark = pytest.mark.serial\n"]
         + [f"def test_whole_{i}():\n    _ran('whole_{i}', 0.3)\n" for i in "abcd"],
     }
     for module, bodies in tests.items():
-        (suite / f"{module}.py").write_text(MODULE.format(log=str(log), tests="\n\n".join(bodies)))
+        (suite / f"{module}.py").write_text(MODULE.format(log=str(log), marks=str(marks), tests="\n\n".join(bodies)))
     return suite
 
 
