@@ -295,10 +295,10 @@ class LocalCluster:
             args += ["--head", "--port", str(self.gcs_port), "--temp-dir", str(self.temp_dir),
                      "--ray-client-server-port", str(self.client_port),
                      "--dashboard-host", self.dashboard_host]
-            if self.dashboard:
-                args += ["--include-dashboard", "true", "--dashboard-port", str(self.dashboard_port)]
-            else:
-                args += ["--include-dashboard", "false"]
+            # A port of its own even without the dashboard: Ray 2.60 then still starts
+            # dashboard.py (headless), on 8265 unless told otherwise.
+            args += ["--include-dashboard", "true" if self.dashboard else "false",
+                     "--dashboard-port", str(self.dashboard_port)]
         else:
             args += ["--address", self.address]
         args += spec.extra_args
@@ -314,12 +314,11 @@ class LocalCluster:
     def start(self, timeout_s: float = 90) -> "LocalCluster":
         atexit.register(self.stop)
         try:
-            # One node at a time (tests/README.md, "Starting clusters": side by side, on this
-            # 2-core host under `make test`'s two workers, raylets missed Ray's 30 s register
-            # deadline four times in one run, and the nodes' log files, numbered by start
-            # order in the shared temp dir, no longer matched the nodes' indices).
-            for index in range(len(self.specs)):
-                self._start_with_a_retry([index], timeout_s)
+            # The head, then every worker node side by side (tests/README.md, "Starting
+            # clusters"); a node whose raylet missed Ray's register deadline is started again.
+            self._start_with_a_retry([0], timeout_s)
+            if len(self.specs) > 1:
+                self._start_with_a_retry(list(range(1, len(self.specs))), timeout_s)
             self._learn_node_ids()
         except BaseException:
             self.stop()
@@ -353,11 +352,20 @@ class LocalCluster:
                 raise RuntimeError(failure)
 
     def _start_together(self, indices: list[int], timeout_s: float) -> dict[int, str]:
-        """`ray start` for each node of `indices` at once; waits for all of them. Returns the
-        failures: node index -> what went wrong."""
-        procs = {index: self._start_node(index, self.specs[index]) for index in indices}
-        self.nodes.sort(key=lambda node: node.index)
+        """`ray start` for each node of `indices`, side by side; waits for all of them. Returns
+        the failures: node index -> what went wrong.
+
+        Each node's `ray start` names its raylet and object store sockets (and log files) in the
+        shared temp dir by the first free number, so the next node starts once the previous
+        one's sockets exist: started at the same instant, two nodes took the same names and one
+        of them never registered (half of the 3-node starts on this host)."""
         deadline = time.monotonic() + timeout_s
+        procs = {}
+        for index in indices:
+            procs[index] = self._start_node(index, self.specs[index])
+            if index != indices[-1]:
+                self._wait_for_sockets(index, procs[index], deadline)
+        self.nodes.sort(key=lambda node: node.index)
         failures = {}
         for index, proc in procs.items():
             try:
@@ -365,6 +373,21 @@ class LocalCluster:
             except RuntimeError as exc:
                 failures[index] = str(exc)
         return failures
+
+    def _wait_for_sockets(self, index: int, proc: subprocess.Popen, deadline: float) -> None:
+        """Until node `index`'s raylet has made its sockets (or its `ray start` ended)."""
+        node = next(n for n in self.nodes if n.index == index)
+        while time.monotonic() < deadline and proc.poll() is None:
+            for pid in _pids_of(sid=node.sid):
+                try:
+                    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                sockets = [arg.split(b"=", 1)[1] for arg in args
+                           if arg.startswith((b"--raylet_socket_name=", b"--store_socket_name="))]
+                if len(sockets) == 2 and all(os.path.exists(path) for path in sockets):
+                    return
+            time.sleep(0.05)
 
     def add_node(self, spec: NodeSpec, timeout_s: float = 90) -> Node:
         """Start one more worker node on the running cluster; returns it (with its node id)."""
@@ -396,6 +419,20 @@ class LocalCluster:
                     for arg in cmdline:
                         if arg.startswith(b"--node_id="):
                             node.node_id = arg.split(b"=", 1)[1].decode()
+
+    def log_suffix(self, index: int) -> str:
+        """The suffix of node `index`'s log files in the shared temp dir ("" for raylet.out,
+        ".2" for raylet.2.out): Ray numbers them in the order the nodes came up, which for
+        nodes started side by side is not their index."""
+        for pid in self.pids(index, "raylet"):
+            try:
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for arg in args:
+                if arg.startswith(b"--raylet_socket_name="):
+                    return arg.decode().rsplit("/", 1)[1][len("raylet"):]
+        raise RuntimeError(f"node {index} has no raylet to read its log names from")
 
     def kill_node(self, index: int, sig: int = signal.SIGKILL) -> str:
         """Kill every process of one node (raylet, agents, workers) with `sig`; wait until gone."""

@@ -71,7 +71,8 @@ def test_a_node_whose_workers_hang_at_start_is_rld106_in_normal_time(hung_cluste
     signal = finding["evidence"]["raylet_log"]["workers_not_registered"]
     assert signal["count"] >= 1 and f'{signal["count"]}x' in finding["message"]
     # three nodes share one log folder: the line is from the hung node's own raylet files
-    assert signal["file"] in ("raylet.2.err", "raylet.2.out"), signal
+    own = hung_cluster.log_suffix(2)
+    assert own and signal["file"] in (f"raylet{own}.err", f"raylet{own}.out"), signal
     # Not held for the probe's full 8 s: stragglers get 2.5x what their peers took (>= 4 s).
     waited = int(re.search(r"no answer within (\d+)s", finding["evidence"]["probe_error"]).group(1))
     assert waited < 8, finding["evidence"]
