@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localcluster import LocalCluster, NodeSpec  # noqa: E402
 # How `make test` runs the suite (two at a time, modules whole, serial tests alone): its hooks.
-from suite_plan import (pytest_collection_modifyitems, pytest_configure,  # noqa: E402,F401
+from suite_plan import (pytest_collection_modifyitems, pytest_configure, serial_module_alone,  # noqa: E402,F401
                         pytest_xdist_make_scheduler, pytest_runtest_protocol)
 
 RLDOCTOR = str(Path(sys.executable).parent / "rldoctor")

@@ -70,15 +70,61 @@ def pytest_configure(config) -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scheduling by scope, with a unit as the scope, in the collection's order."""
+    """xdist's scheduling by scope, with a unit as the scope, in the collection's order, and
+    lanes: the first worker takes the units holding a serial test, the others take the
+    units of short tests (no cluster) while any such serial unit is left, so that a serial
+    test waits seconds for the test in progress beside it, not a training."""
     from xdist.scheduler import LoadScopeScheduling
+
+    root = Path(config.rootpath)
 
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(_module(nodeid))
 
+        def _assign_work_unit(self, node) -> None:
+            first = getattr(node, "gateway", None) is None or node.gateway.id == "gw0"
+            units = list(self.workqueue)
+            pick = next_unit(units, [kind_of_unit(root, unit, self.workqueue[unit]) for unit in units],
+                             first)
+            self.workqueue.move_to_end(units[pick], last=False)
+            super()._assign_work_unit(node)
+
     config.option.loadscopereorder = False  # the order is the collection's (below)
     return UnitScheduling(config, log)
+
+
+SERIAL, SHORT, CLUSTER = "serial", "short", "cluster"
+
+
+def next_unit(units: list[str], kinds: list[str], first_lane: bool) -> int:
+    """Index of the unit a worker takes next: the first lane the first unit holding a serial
+    test, the other lanes the first unit of short tests while a serial unit is left; then
+    whatever comes first."""
+    if first_lane and SERIAL in kinds:
+        return kinds.index(SERIAL)
+    if not first_lane and SERIAL in kinds and SHORT in kinds:
+        return kinds.index(SHORT)
+    return 0
+
+
+_KINDS: dict[tuple, str] = {}
+
+
+def kind_of_unit(root: Path, unit: str, nodeids) -> str:
+    """SERIAL (holds a serial test), CLUSTER (starts clusters) or SHORT, read from the
+    units' test files (the controller that schedules does not import them)."""
+    if (root, unit) not in _KINDS:
+        files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
+        text = ""
+        for name in files:
+            try:
+                text += (root / name).read_text()
+            except OSError:
+                pass
+        _KINDS[root, unit] = (SERIAL if "pytest.mark.serial" in text
+                        else CLUSTER if "pytest.mark.cluster" in text else SHORT)
+    return _KINDS[root, unit]
 
 
 def _module(nodeid_or_path: str) -> str:
@@ -86,49 +132,73 @@ def _module(nodeid_or_path: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Units holding a serial test first, then long units, then the rest; modules of a shared
-    unit in their order, file order otherwise."""
+    """Units holding a serial test first (those of short tests before those that start
+    clusters), then long units, then the rest; modules of a shared unit in their order, file
+    order otherwise."""
     serial_units = {unit_of(_module(str(item.fspath))) for item in items
                     if item.get_closest_marker("serial") is not None}
+    cluster_units = {unit_of(_module(str(item.fspath))) for item in items
+                     if item.get_closest_marker("cluster") is not None}
 
     def key(placed):
         index, item = placed
         module = _module(str(item.fspath))
         unit = unit_of(module)
-        return unit not in serial_units, rank(unit, module), index
+        return (unit not in serial_units, unit in serial_units and unit in cluster_units,
+                rank(unit, module), index)
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 
 
-# A serial module's hold on the lock, kept from its first test to its last: {"module", "lock"}
-_MODULE_HOLD: dict = {}
+# The lock this worker holds: {"files": the open lock files, "module": the serial module that
+# holds it exclusively from its unlocked setup to its end, or None}
+_HELD: dict = {"files": None, "module": None}
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under `make test`'s workers: a serial test (setup, call and teardown) runs alone, and a
-    serial module (`pytestmark`) alone from its first test's setup to its last's teardown
-    (what its module fixture measured stays true); every other test runs beside at most one
-    more. A run with no workers takes no lock."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    """Under `make test`'s workers: a serial test (setup, call and teardown) runs alone, and
+    every other test beside at most one more. A serial module (`pytestmark`) is held alone by
+    `serial_module_alone` below. A run with no workers takes no lock."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or _HELD["module"] == item.module.__name__:
         yield
         return
-    module = item.module.__name__
-    whole = _serial_module(item.module)
-    if whole and _MODULE_HOLD.get("module") == module:
-        held = _MODULE_HOLD.pop("lock")
-    else:
-        held = _take(item.config._tmp_path_factory.getbasetemp().parent,  # the run's own
-                     exclusive=whole or item.get_closest_marker("serial") is not None)
+    exclusive = item.get_closest_marker("serial") is not None and not _serial_module(item.module)
+    files = _take(item.config._tmp_path_factory.getbasetemp().parent, exclusive)  # the run's own
+    _HELD["files"] = files
     try:
         yield
     finally:
-        if whole and nextitem is not None and nextitem.module is item.module:
-            _MODULE_HOLD.update(module=module, lock=held)
-        else:
-            _MODULE_HOLD.clear()
-            for f in held:
-                f.close()  # closing a file releases its lock
+        if _HELD["module"] is None and _HELD["files"] is files:
+            _release()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def serial_module_alone(request):
+    """A serial module runs alone from the end of its unlocked setup to its last test's
+    teardown: the fixtures it names in `BEFORE_THE_LOCK` (its cluster: starting one needs no
+    quiet host) are set up beside other tests, then it waits for the lock alone, so what its
+    fixtures measure next (a healthy check's time, the host's memory) holds for all of its
+    tests."""
+    module = request.module
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not _serial_module(module):
+        yield
+        return
+    for name in getattr(module, "BEFORE_THE_LOCK", ()):
+        request.getfixturevalue(name)
+    _release()
+    _HELD.update(files=_take(request.config._tmp_path_factory.getbasetemp().parent, True),
+                 module=module.__name__)
+    try:
+        yield
+    finally:
+        _release()
+
+
+def _release() -> None:
+    for f in _HELD["files"] or ():
+        f.close()  # closing a file releases its lock
+    _HELD.update(files=None, module=None)
 
 
 def _serial_module(module) -> bool:

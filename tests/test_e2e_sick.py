@@ -13,6 +13,9 @@ from localcluster import LocalCluster, NodeSpec, frozen
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.serial]  # measures times (tests/suite_plan.py)
+# Started before the module takes the lock: a cluster's start needs no quiet host
+# (tests/suite_plan.py, serial_module_alone).
+BEFORE_THE_LOCK = ("cluster",)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
 from suite_plan import (pytest_collection_modifyitems, pytest_configure,
-                        pytest_runtest_protocol, pytest_xdist_make_scheduler)
+                        pytest_runtest_protocol, pytest_xdist_make_scheduler,
+                        serial_module_alone)
 """
 
 # Each test records when it ran (its setup, call and teardown inside the span).
@@ -62,8 +63,9 @@ def _suite(tmp_path: Path) -> Path:
                      "@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n"],
         "test_three": ["def test_three_a():\n    _ran('three_a', 0.6)\n",
                        "def test_three_b():\n    _ran('three_b', 0.6)\n"],
-        "test_whole": ["pytestmark = pytest.mark.serial\n"]
-        + [f"def test_whole_{i}():\n    _ran('whole_{i}', 0.3)\n" for i in "abcd"],
+        "test_whole": ["pytestmark = pytest.mark.serial\nBEFORE_THE_LOCK = ('made',)\n",
+                       "@pytest.fixture(scope='module')\ndef made():\n    _ran('whole_setup', 0.9)\n"]
+        + [f"def test_whole_{i}(made):\n    _ran('whole_{i}', 0.3)\n" for i in "abcd"],
     }
     for module, bodies in tests.items():
         (suite / f"{module}.py").write_text(MODULE.format(log=str(log), marks=str(marks), tests="\n\n".join(bodies)))
@@ -81,7 +83,7 @@ def _run_suite(tmp_path: Path) -> dict:
     for line in (tmp_path / "ran.log").read_text().splitlines():
         name, worker, start, end = line.split()
         spans[name] = (worker, float(start), float(end))
-    assert len(spans) == 18, spans
+    assert len(spans) == 19, spans
     return spans
 
 
@@ -93,16 +95,24 @@ def _within_the_others_work(spans: dict, first: str, last: str) -> bool:
     return any(s < start for _, s, _ in others) and any(e > end for _, _, e in others)
 
 
+def _beside_the_others_work(spans: dict, name: str) -> bool:
+    """Whether a test of the other worker ran while `name` did."""
+    worker, start, end = spans[name]
+    return any(w != worker and s < end and start < e for w, s, e in spans.values())
+
+
 def test_two_workers_keep_modules_whole_and_run_serial_tests_and_modules_alone(tmp_path):
     # The workers take units as they free up: run until the serial test and module each fell
     # inside the other worker's run (nearly always the first time)
     for attempt in range(4):
         spans = _run_suite(tmp_path / str(attempt))
         if _within_the_others_work(spans, "two_timed", "two_timed") \
-                and _within_the_others_work(spans, "whole_a", "whole_d"):
+                and _within_the_others_work(spans, "whole_a", "whole_d") \
+                and _beside_the_others_work(spans, "whole_setup"):
             break
     else:
-        raise AssertionError(f"the serial test or module never fell inside the other's run: {spans}")
+        raise AssertionError("the serial test or module never fell inside the other's run, or the "
+                             f"serial module's unlocked setup never ran beside it: {spans}")
 
     def overlap(a, b):
         return spans[a][1] < spans[b][2] and spans[b][1] < spans[a][2]
@@ -115,7 +125,7 @@ def test_two_workers_keep_modules_whole_and_run_serial_tests_and_modules_alone(t
                if a.split("_")[0] != b.split("_")[0]), spans
     # the serial test alone
     assert not any(overlap("two_timed", other) for other in spans if other != "two_timed"), spans
-    # the serial module alone from its first test to its last
+    # the serial module alone from its first test to its last (its setup before the lock aside)
     spans["whole"] = ("", spans["whole_a"][1], spans["whole_d"][2])
     assert not any(overlap("whole", other) for other in spans if not other.startswith("whole")), spans
 
@@ -136,3 +146,25 @@ def test_the_plan_names_only_modules_that_exist():
     assert set(suite_plan.LONG_FIRST) <= units, set(suite_plan.LONG_FIRST) - units
     for members in suite_plan.SHARED.values():
         assert set(members) <= modules, set(members) - modules
+
+
+def test_the_first_lane_takes_serial_units_and_the_others_short_ones_while_serial_ones_are_left():
+    S, U, C = suite_plan.SERIAL, suite_plan.SHORT, suite_plan.CLUSTER
+    units = ["c1", "s1", "u1", "s2", "u2"]
+    kinds = [C, S, U, S, U]
+    assert suite_plan.next_unit(units, kinds, first_lane=True) == 1
+    assert suite_plan.next_unit(units, kinds, first_lane=False) == 2
+    # no serial unit left: both take what comes first (the long ones)
+    assert suite_plan.next_unit(["c1", "u1"], [C, U], first_lane=False) == 0
+    assert suite_plan.next_unit(["c1", "u1"], [C, U], first_lane=True) == 0
+    # no short unit left: the other lanes help with the serial ones
+    assert suite_plan.next_unit(["c1", "s1"], [C, S], first_lane=False) == 0
+
+
+def test_a_units_kind_is_read_from_its_files(tmp_path):
+    (tmp_path / "test_a.py").write_text("import pytest\n@pytest.mark.serial\ndef test_x(): pass\n")
+    (tmp_path / "test_b.py").write_text("import pytest\npytestmark = pytest.mark.cluster\n")
+    (tmp_path / "test_c.py").write_text("def test_y(): pass\n")
+    kinds = [suite_plan.kind_of_unit(tmp_path, name, [f"{name}.py::test_x"])
+             for name in ("test_a", "test_b", "test_c")]
+    assert kinds == [suite_plan.SERIAL, suite_plan.CLUSTER, suite_plan.SHORT]
