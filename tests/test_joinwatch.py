@@ -198,3 +198,32 @@ def test_a_watch_round_whose_collection_ray_holds_ends_at_its_bound_with_one_lin
                           "2s (--timeout and a margin) after it joined as a driver on "), why
     assert not _alive(child) and not _alive(helper)
     assert not log.exists()
+
+
+COLLECT_HELD = """
+import sys, time
+sys.argv = ["/usr/bin/rldoctor", "collect", "--address", "127.0.0.1:1", "--timeout", "1",
+            "--output", {out!r}]
+from rldoctor.cluster import connect, session
+def held(address, timeout_s, **kw):  # what Ray does to a first driver whose workers hang
+    connect.tell("gcs", "127.0.0.1:1")
+    time.sleep(600)
+session.collect_snapshot = held
+from rldoctor.cli import main
+main()
+"""
+
+
+def test_collect_goes_through_the_same_time_keeper_and_writes_nothing(tmp_path):
+    out = tmp_path / "snapshot.json"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", COLLECT_HELD.format(out=str(out))],
+                          capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert took < 1 + joinwatch.GRACE_S + 8, took  # the interpreter's start on a loaded host
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "rldoctor: Ray did not let rldoctor join the cluster at 127.0.0.1:1 as a driver within "
+        "1s (--timeout)"), done.stderr
+    assert done.stdout == "" and not out.exists()
