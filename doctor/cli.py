@@ -297,7 +297,9 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
 @click.option("--only", multiple=True, metavar="CODES", help="Run only these checks (comma-separated codes or names).")
 @click.option("--skip", multiple=True, metavar="CODES", help="Do not run these checks.")
 @click.option("--timeout", type=Finite(min=1), default=30.0, show_default=True,
-              help="Upper bound in seconds on collecting from the cluster, per round.")
+              help="Upper bound in seconds on collecting from the cluster, per round; on "
+              "joining it too, even while Ray holds the join: the round then fails with one "
+              "line naming the node, and the next round tries again.")
 @click.option("--check-timeout", type=Finite(min=0.1), default=DEFAULT_CHECK_TIMEOUT_S,
               show_default=True, help="A check still running after this many seconds is "
               "abandoned and reported as error.")

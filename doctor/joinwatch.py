@@ -136,7 +136,11 @@ def _keep_time(child: int, pipe: int, timeout_s: float, address: str, mask) -> i
 
 
 def _stuck_line(timeout_s: float, address: str, told: dict) -> str:
-    gcs = (told.get("gcs") or [address])[-1]
+    return held_join_line(timeout_s, address, (told.get("gcs") or [address])[-1])
+
+
+def held_join_line(timeout_s: float, address: str, gcs: str) -> str:
+    """The one line of a join Ray held past --timeout (`check`, `collect`, a `watch` round)."""
     found = local_node(gcs)
     node = f"node {found}, the node of this machine that Ray joins drivers to," if found \
         else "the node of this machine that Ray joins drivers to (the head, if it runs here)"
@@ -145,6 +149,16 @@ def _stuck_line(timeout_s: float, address: str, told: dict) -> str:
             f"it starts for it register, and on {node} they have not; look at that node's "
             "raylet.out (\"have not registered within the timeout\") and its python-core-worker "
             "logs for workers that hang at start, or run rldoctor from another node")
+
+
+def held_collection_line(waited_s: float, gcs: str) -> str:
+    """The one line of a collection Ray held past its bound after the join (a `watch` round)."""
+    found = local_node(gcs)
+    node = f"node {found}" if found else "the node of this machine that Ray joined it to"
+    return (f"Ray held rldoctor's collection from the cluster at {gcs} past {waited_s:g}s "
+            f"(--timeout and a margin) after it joined as a driver on {node}: no snapshot came; "
+            "look at that node's raylet.out and the GCS's gcs_server.out for calls that do not "
+            "answer")
 
 
 def local_node(gcs_address: str, proc: str = "/proc") -> str | None:

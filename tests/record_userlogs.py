@@ -1,13 +1,16 @@
 """Record the Ray-written cases of fixtures/userlogs/ from a real local Ray cluster.
 
-    python tests/record_userlogs.py [BIN_DIR]   # BIN_DIR: another Ray's venv (tests/ray_venvs.py)
+    python tests/record_userlogs.py [BIN_DIR]             # BIN_DIR: another Ray's venv (tests/ray_venvs.py)
+    python tests/record_userlogs.py [BIN_DIR] --healthy   # the healthy session only
 
 One single-node cluster (the venv's Ray) runs a driver whose actors fail as users' do: one
 segfaults in native code (`ctypes.string_at(0)`), one raises in __init__ because a module
 is missing, one whose method raises; a healthy one answers. The files Ray wrote are copied
 as Ray laid them out: each failing worker's .err on its own (fixtures/userlogs/ray<ver>-*/),
 and the whole session of a second, healthy run (fixtures/userlogs/healthy-ray<ver>/, trimmed
-like fixtures/sessions) which must read clean.
+like fixtures/sessions) which must read clean: a driver runs a few tasks and two actors,
+lets the actors go out of scope, and exits; the session is copied once Ray has ended the
+actors' workers, before the cluster stops.
 """
 
 from __future__ import annotations
@@ -55,11 +58,16 @@ time.sleep(3)
 '''
 HEALTHY = r'''
 @ray.remote
+def square(x):
+    return x * x
+@ray.remote
 class Fine:
     def step(self, x):
         return x + 1
+print("=> tasks", sum(ray.get([square.remote(i) for i in range(8)])))
 actors = [Fine.remote() for _ in range(2)]
-print("=>", sum(ray.get([a.step.remote(i) for i, a in enumerate(actors)])))
+print("=> actors", sum(ray.get([a.step.remote(i) for i, a in enumerate(actors)])))
+del actors
 '''
 
 
@@ -206,7 +214,8 @@ def _gcs_out_of_files(tag: str, ver: str, wrote: str, bin_dir) -> None:
 def main() -> int:
     import subprocess
 
-    bin_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    bin_dir = Path(args[0]) if args else None
     python = str(bin_dir / "python") if bin_dir else sys.executable
     version = subprocess.run([python, "-c", "import ray; print(ray.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()
@@ -215,6 +224,8 @@ def main() -> int:
     wrote = f"written by Ray {version} on a local cluster (tests/record_userlogs.py)"
     import signal
 
+    if "--healthy" in sys.argv[1:]:
+        return record_healthy(bin_dir, tag)
     if os.environ.get("RLDOCTOR_GCS_FDS_ONLY"):
         _gcs_out_of_files(tag, ver, wrote, bin_dir)
         return 0
@@ -247,9 +258,27 @@ def main() -> int:
         {"from": "-", "code": "RLD405", "names": {}, "holds": ["my_private_env_package"],
          "ray": ver}, indent=1) + "\n")
     (root / "SOURCE").write_text(wrote + ": the driver's console (pasted, `check --from -`)\n")
+    return record_healthy(bin_dir, tag)
+
+
+def _actors_ended(cluster: LocalCluster) -> bool:
+    """Whether the GCS wrote that it destroyed the healthy driver's two actors."""
+    gcs = _session(cluster) / "logs" / "gcs_server.out"
+    text = gcs.read_text(errors="replace") if gcs.exists() else ""
+    return text.count("Destroying actor") >= 2
+
+
+def record_healthy(bin_dir, tag: str) -> int:
+    """The healthy job's session, read whole (no log-line hit, no warn or fail from
+    `check --from`) before it is trimmed to fixtures/userlogs/healthy-<tag>/."""
+    import subprocess
+
     with LocalCluster([NodeSpec(num_cpus=2)], dashboard=True, bin_dir=bin_dir) as cluster:
         print(_console(cluster, HEALTHY)[-300:])
-        time.sleep(3)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not _actors_ended(cluster):
+            time.sleep(1)
+        time.sleep(3)  # the GCS's lines on the workers Ray ended
         raw = Path("/tmp") / f"rldoctor-raw-healthy-{tag}"
         shutil.rmtree(raw, ignore_errors=True)
         gather(cluster, raw)
@@ -259,8 +288,17 @@ def main() -> int:
     if hits:
         print("a healthy session gave hits:", json.dumps(hits, indent=1)[:3000])
         return 1
-    trim(raw, OUT / f"healthy-{tag}")
-    print("recorded", sorted(p.name for p in OUT.glob(f"*{tag}*")))
+    out = OUT / f"healthy-{tag}"
+    trim(raw, out)
+    proc = subprocess.run([sys.executable, "-m", "rldoctor", "check", "--from", str(out),
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    report = json.loads(proc.stdout)
+    loud = [(f["code"], f["message"]) for f in report["findings"]
+            if f["severity"] in ("warn", "fail")]
+    if loud or proc.returncode or report["summary"]["status"] != "ok":
+        print(f"healthy-{tag} does not read clean (exit {proc.returncode}):", loud)
+        return 1
+    print("recorded", out.name, "read clean")
     return 0
 
 

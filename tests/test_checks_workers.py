@@ -278,3 +278,20 @@ def test_rld401_an_actor_up_again_whose_last_death_is_older_than_the_window_is_i
     flaky(data)["state"] = "RESTARTING"  # restarting now: whatever the age of the last death
     [now] = run(actor_restarts, data, recent_hours=last / 2)
     assert now.severity is Severity.FAIL
+
+
+
+def test_rld401_from_logs_counts_the_last_death_back_from_the_logs_end_not_from_now():
+    """A snapshot read from logs is as of their last line: "ago" would be wrong days later."""
+    data = copy.deepcopy(FAULTS)
+    actor = flaky(data)
+    actor["pids"] = [[w["node_id"], w["pid"]] for w in data["workers"]["dead"]
+                     if w["node_id"] == actor["node_id"] and w["exit_type"] == "SYSTEM_ERROR"]
+    [loop] = run(actor_restarts, data)
+    last = loop.evidence["hours_since_last_death"]
+    [live] = run(actor_restarts, data, recent_hours=last / 2)
+    assert f"the last {last:.1f} h ago; " in live.message, live.message
+    data["source"] = {**data["source"], "kind": "logs"}
+    [logs] = run(actor_restarts, data, recent_hours=last / 2)
+    assert f"the last {last:.1f} h before the logs end; " in logs.message, logs.message
+    assert " ago" not in logs.message

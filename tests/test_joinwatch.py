@@ -124,3 +124,106 @@ def test_the_node_named_is_the_one_ray_joins_a_driver_to_found_from_the_raylets(
     (tmp_path / "11" / "cmdline").unlink()  # the head is elsewhere: a node of it here
     assert joinwatch.local_node("127.0.0.10:5000", str(tmp_path)) == f"{'a' * 12} (127.0.0.11)"
     assert joinwatch.local_node("127.0.0.99:5000", str(tmp_path)) is None
+
+
+# `watch`: the collector child (rldoctor.watch.gcs_child) tells the round what it does; a round
+# whose join Ray holds past --timeout, or whose collection it holds past the round's bound, ends
+# with one line naming what it waited for and the node, the child's group and files gone.
+HELD_CHILD = """
+import json, os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # held in Ray: no Python handler runs
+def tell(kind, text=""):
+    print(json.dumps({{"tell": kind, "text": text}}), flush=True)
+open({log!r}, "w").close()
+tell("file", {log!r})
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open({pids!r}, "w").write(f"{{os.getpid()}} {{helper.pid}}")
+sys.stdin.readline()  # the round's "collect"
+tell("gcs", "127.0.0.1:1")
+{joined}
+time.sleep(600)
+"""
+
+
+def _held_round(tmp_path, joined: bool, timeout_s: float):
+    from rldoctor.watch import rounds
+
+    log, pids = tmp_path / "rldoctor-ray-x.log", tmp_path / "pids"
+    script = HELD_CHILD.format(log=str(log), pids=str(pids),
+                               joined='tell("settled")' if joined else "")
+
+    class HeldChild(rounds.CollectorProcess):
+        def _command(self):
+            return [sys.executable, "-c", script]
+
+    collector = HeldChild(None, timeout_s)
+    started = time.monotonic()
+    try:
+        collector.snapshot(rounds.threading.Event())
+    except rounds.RoundFailed as exc:
+        why = str(exc)
+    else:
+        raise AssertionError("the held round returned a snapshot")
+    took = time.monotonic() - started
+    child, helper = (int(p) for p in pids.read_text().split())
+    gone_by = time.monotonic() + 5  # SIGKILLed: dead once the (loaded) host runs it
+    while time.monotonic() < gone_by and (_alive(child) or _alive(helper)):
+        time.sleep(0.05)
+    return why, took, log, child, helper
+
+
+def test_a_watch_round_whose_join_ray_holds_ends_at_its_timeout_with_one_line(tmp_path):
+    from rldoctor.watch import rounds
+
+    why, took, log, child, helper = _held_round(tmp_path, joined=False, timeout_s=2.0)
+    assert took < 2.0 + rounds.JOIN_GRACE_S + 4, took  # not the round's timeout + 20 s margin
+    assert "\n" not in why
+    assert why.startswith("Ray did not let rldoctor join the cluster at 127.0.0.1:1 as a driver "
+                          "within 2s (--timeout)"), why
+    assert "node of this machine that Ray joins drivers to" in why and "raylet.out" in why, why
+    assert why.endswith("the collector was stopped and the next round starts a new one"), why
+    assert not _alive(child) and not _alive(helper)
+    assert not log.exists()  # the child's temporary Ray log
+
+
+def test_a_watch_round_whose_collection_ray_holds_ends_at_its_bound_with_one_line(tmp_path,
+                                                                               monkeypatch):
+    from rldoctor.watch import rounds
+
+    monkeypatch.setattr(rounds, "ANSWER_MARGIN_S", 1.0)
+    monkeypatch.setattr(rounds, "STOP_GRACE_S", 0.5)
+    why, took, log, child, helper = _held_round(tmp_path, joined=True, timeout_s=1.0)
+    assert 2.0 <= took < 8, took
+    assert why.startswith("Ray held rldoctor's collection from the cluster at 127.0.0.1:1 past "
+                          "2s (--timeout and a margin) after it joined as a driver on "), why
+    assert not _alive(child) and not _alive(helper)
+    assert not log.exists()
+
+
+COLLECT_HELD = """
+import sys, time
+sys.argv = ["/usr/bin/rldoctor", "collect", "--address", "127.0.0.1:1", "--timeout", "1",
+            "--output", {out!r}]
+from rldoctor.cluster import connect, session
+def held(address, timeout_s, **kw):  # what Ray does to a first driver whose workers hang
+    connect.tell("gcs", "127.0.0.1:1")
+    time.sleep(600)
+session.collect_snapshot = held
+from rldoctor.cli import main
+main()
+"""
+
+
+def test_collect_goes_through_the_same_time_keeper_and_writes_nothing(tmp_path):
+    out = tmp_path / "snapshot.json"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", COLLECT_HELD.format(out=str(out))],
+                          capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - started
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert took < 1 + joinwatch.GRACE_S + 8, took  # the interpreter's start on a loaded host
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "rldoctor: Ray did not let rldoctor join the cluster at 127.0.0.1:1 as a driver within "
+        "1s (--timeout)"), done.stderr
+    assert done.stdout == "" and not out.exists()

@@ -142,9 +142,11 @@ def actor_restarts(snap, params):
         role = rllib_role(class_name)
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
+        # from logs the snapshot's time is their last line, not now: an age counts back from it
+        ago = "before the logs end" if (snap.get("source") or {}).get("kind") == "logs" else "ago"
         for actor in shown:
             yield _restart_finding(actor, index, params, fix, snap.label(actor.get("node_id")),
-                                   snap.get("created_at"))
+                                   snap.get("created_at"), ago)
         rest = actors[len(shown):]
         if rest:
             yield warn("cluster", f"{len(rest)} more {class_name} actor(s) restarted too "
@@ -167,7 +169,7 @@ def _stopped_on_purpose(actor: dict) -> bool:
 
 
 def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, where: str,
-                     created: str | None = None):
+                     created: str | None = None, ago: str = "ago"):
     restarts = actor.get("num_restarts", 0)
     state = actor.get("state")
     deaths, matched = _deaths_of(actor, index)
@@ -188,7 +190,7 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, wh
     elif state == "DEAD":
         severity, how = fail, f"restarted {restarts} time(s), then died for good"
     elif stable:
-        severity, how = info, (f"restarted {restarts} time(s), the last {since:.1f} h ago; "
+        severity, how = info, (f"restarted {restarts} time(s), the last {since:.1f} h {ago}; "
                                "up since, no restart now")
     elif restarts >= params["fail_at_restarts"]:
         severity, how = fail, f"restarted {restarts} times: crash loop"

@@ -8,6 +8,11 @@ line on its stdin with one JSON line on its stdout: `{"ok": true, "doc": <snapsh
 clean. Ray may end a driver whose GCS is gone for good; that costs this child, not the
 watch, which starts another one for the next round.
 
+Before its answers it tells the watch what it does, each as one line `{"tell": KIND, "text":
+...}`: the GCS it joins ("gcs"), a temporary file of its own ("file"), "settled" once joined;
+so the watch ends a join that Ray holds past --timeout (as rldoctor.joinwatch does for
+`check`), names the node, and removes the file.
+
 Ending: EOF on stdin, a `stop` line, SIGTERM or SIGINT kill every probe and leave.
 """
 
@@ -74,6 +79,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     answers = os.fdopen(os.dup(1), "w")  # the answers' own copy of stdout, before Ray's output
+    from rldoctor.cluster import connect
+
+    connect.tell = lambda kind, text="": _answer(answers, {"tell": kind, "text": text})
     code = serve(args.address, args.timeout, answers)
     answers.close()
     sys.stdout.flush()

@@ -27,6 +27,7 @@ from rldoctor.errors import UsageError
 
 STOP_GRACE_S = 8.0  # the child's time to kill its probes after SIGTERM
 ANSWER_MARGIN_S = 20.0  # beyond --timeout, before a silent child is given up on
+JOIN_GRACE_S = 2.0  # beyond --timeout from the child's start of a join, before Ray's hold ends it
 GCS_LOOK_S = 1.0  # while a round runs, how often the GCS port is tried
 
 
@@ -66,11 +67,11 @@ class CollectorProcess:
         self.proc: subprocess.Popen | None = None
         self._answers: queue.Queue = queue.Queue()
         self.gcs_address: str | None = None  # host:port the last good round joined
+        self._told: dict = {}  # what the child in hand said it does (see _heard)
 
     def _start(self) -> None:
-        args = [sys.executable, "-m", "rldoctor.watch.gcs_child", "--timeout", str(self.timeout_s)]
-        if self.address:
-            args += ["--address", self.address]
+        self._told = {"gcs": None, "joining_at": None, "joined": False, "files": []}
+        args = self._command()
         # Its own session: a Ctrl-C in the terminal reaches the watch, which stops the child.
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, start_new_session=True,
@@ -78,6 +79,10 @@ class CollectorProcess:
         self._answers = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self._answers), daemon=True,
                          name="rldoctor-watch-answers").start()
+
+    def _command(self) -> list[str]:
+        args = [sys.executable, "-m", "rldoctor.watch.gcs_child", "--timeout", str(self.timeout_s)]
+        return args + (["--address", self.address] if self.address else [])
 
     @staticmethod
     def _read(proc: subprocess.Popen, answers: queue.Queue) -> None:
@@ -109,15 +114,18 @@ class CollectorProcess:
                 raise RoundFailed("stopped")
             try:
                 line = self._answers.get(timeout=0.2)
+                if self._heard(line):
+                    continue
                 break
             except queue.Empty:
                 if time.monotonic() > next_look:  # the head may die while the round runs
                     self._check_gcs()
                     next_look = time.monotonic() + GCS_LOOK_S
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RoundFailed(f"no snapshot within {wait_s:.0f}s; the "
-                                      "collector was stopped and the next round starts a new one")
+                held = self._held(deadline, wait_s)
+                if held:
+                    self.stop(grace_s=STOP_GRACE_S if self._told.get("joined") else 1.0)
+                    raise RoundFailed(f"{held}; the collector was stopped and the next round "
+                                      "starts a new one")
         if line is None:
             code = self._reap()
             raise RoundFailed(f"the collector process ended (exit {code}) during the round "
@@ -134,6 +142,39 @@ class CollectorProcess:
             raise RoundFailed(answer.get("reason") or "the round failed")
         self.gcs_address = (answer["doc"].get("source") or {}).get("address") or self.gcs_address
         return answer["doc"]
+
+    def _heard(self, line: str | None) -> bool:
+        """A line the child tells as it goes (rldoctor.watch.gcs_child: the GCS it joins, a
+        temporary file of its own, "settled" once joined), noted; False for an answer."""
+        if line is None or not line.startswith('{"tell": '):
+            return False
+        try:
+            said = json.loads(line)
+        except ValueError:
+            return False
+        kind, text = said.get("tell"), said.get("text") or ""
+        if kind == "gcs":
+            self._told.update(gcs=text, joining_at=time.monotonic())
+        elif kind == "file" and text:
+            self._told["files"].append(text)
+        elif kind == "settled":
+            self._told["joined"] = True
+        return True
+
+    def _held(self, deadline: float, wait_s: float) -> str | None:
+        """Why the round ends now: a join Ray holds past --timeout (the child started joining
+        and has not settled), or no answer by the round's deadline; None while in time."""
+        from rldoctor import joinwatch
+
+        told, now = self._told, time.monotonic()
+        if not told.get("joined") and told.get("joining_at") is not None \
+                and now > told["joining_at"] + self.timeout_s + JOIN_GRACE_S:
+            return joinwatch.held_join_line(self.timeout_s, told["gcs"], told["gcs"])
+        if now <= deadline:
+            return None
+        if told.get("joined") and told.get("gcs"):
+            return joinwatch.held_collection_line(round(wait_s), told["gcs"])
+        return f"no snapshot within {wait_s:.0f}s"
 
     def _check_gcs(self) -> None:
         """RoundFailed, and the child replaced, when the GCS the last round joined is gone."""
@@ -154,9 +195,20 @@ class CollectorProcess:
         return reap_child(proc, STOP_GRACE_S)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM the child (it kills its probes and leaves), SIGKILL after the grace time."""
+        """SIGTERM the child (it kills its probes and leaves), SIGKILL after the grace time;
+        then whatever it started (its session's group) and the temporary files it told of."""
         proc, self.proc = self.proc, None
         stop_child(proc, grace_s)
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: pid is the group's id
+            except OSError:
+                pass
+        for path in self._told.get("files") or ():
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 # Each round's sections run on threads, and glibc gives new threads malloc arenas of their
