@@ -155,8 +155,8 @@ def findings(snap, code: str, already=()) -> list:
 def _asked_for(snap):
     """Whether a line is about a worker whose end was asked for (a driver that exited, the
     workers of a job that ended well, rldoctor's own): no crash, whatever the line's words
-    (rldoctor.checks._exits, the one reading for every source)."""
-    from rldoctor.checks._exits import Lazy
+    (rldoctor.worker_exits, the one reading for every source)."""
+    from rldoctor.worker_exits import Lazy
 
     ends = Lazy(snap.data)
     dead = {w.get("worker_id"): w for w in ((snap.get("workers") or {}).get("dead") or [])

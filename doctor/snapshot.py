@@ -210,8 +210,6 @@ def load(path: str | os.PathLike) -> Snapshot:
     """Read and validate a snapshot file (or an incident bundle); every failure is one line, exit 3.
     A section of the wrong shape is taken out as not collected (rldoctor.snapshot_shape)."""
     origin = str(path)
-    from rldoctor.bundle import reader as bundles
-
     return from_bytes(read_input(path), origin)
 
 
@@ -220,7 +218,10 @@ def from_bytes(data: bytes | None, origin: str) -> Snapshot:
     from rldoctor.bundle import reader as bundles
 
     if data is None or data.startswith(GZIP_MAGIC):
-        return bundles.load(origin, None if data is None else io.BytesIO(data))
+        document, inner, index = bundles.document(origin, None if data is None else io.BytesIO(data))
+        snap = _conformed(document, inner)
+        snap.data["bundle"] = index
+        return snap
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -233,6 +234,11 @@ def from_bytes(data: bytes | None, origin: str) -> Snapshot:
         raise Undiagnosable(
             f"{origin}: not valid JSON ({jsonread.problem(exc)}); the file may be truncated"
         ) from None
+    return _conformed(document, origin)
+
+
+def _conformed(document, origin: str) -> Snapshot:
+    """A v1 snapshot, a section of the wrong shape taken out as not collected."""
     from rldoctor.snapshot_shape import conform
 
     snap = validate(document, origin)

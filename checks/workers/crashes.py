@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rldoctor.checks import _chains, _exits
+from rldoctor import failure_chains as chains, worker_exits as exits
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
 from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
-RECENT_HOURS = RECENT_DEATH_H  # the bundle keeps the logs of deaths this recent (rldoctor.words)
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
 _ENV_RUNNER_RESTART_FIX = (
@@ -40,9 +39,9 @@ _ACTOR_RESTART_FIX = (
 
 def _dead_workers(snap) -> list[dict]:
     """The dead workers, drivers left out (a driver's worker type, or its id where a session
-    directory's line does not say it: rldoctor.checks._exits)."""
+    directory's line does not say it: rldoctor.worker_exits)."""
     return [w for w in (snap.get("workers") or {}).get("dead") or []
-            if w.get("worker_type") in _WORKER_TYPES and not _exits.is_driver(w)]
+            if w.get("worker_type") in _WORKER_TYPES and not exits.is_driver(w)]
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -87,7 +86,7 @@ def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
 
 
 @check("RLD401", "actor-restarts", area="workers", requires=("actors",),
-       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_HOURS})
+       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_DEATH_H})
 def actor_restarts(snap, params):
     """Actors restarting or crash-looping, RLlib env runners and learners among them.
 
@@ -236,7 +235,7 @@ _KERNEL_OOM_FIX = (
 
 
 @check("RLD402", "oom-kills", area="workers", requires=("workers",),
-       params={"recent_hours": RECENT_HOURS})
+       params={"recent_hours": RECENT_DEATH_H})
 @_loglines.also("RLD402")
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
@@ -304,7 +303,7 @@ def oom_kills(snap, params):
     # kernel's own log names the pids it killed; without it, only the OOM counter of the
     # node's own cgroup counts (the host-wide one counts every cgroup since boot).
     vanished: dict[str, list[dict]] = defaultdict(list)
-    ends = _exits.Lazy(snap.data)
+    ends = exits.Lazy(snap.data)
     for w in dead:
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or "") \
                 and not ends.asked_for(w):
@@ -359,7 +358,7 @@ _CRASH_FIX = (
 
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
-       params={"fail_at_crashes": 3, "recent_hours": RECENT_HOURS})
+       params={"fail_at_crashes": 3, "recent_hours": RECENT_DEATH_H})
 @_loglines.also("RLD403")
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
@@ -396,10 +395,10 @@ def worker_crashes(snap, params):
     # A worker that exited because the user's code raised (RLlib's env runner calls
     # sys.exit(1) after the exception, and Ray records SYSTEM_ERROR) is a failed job's story
     # (RLD405), not a crash.
-    claimed = _chains.claimed_workers(snap.data) if snap.has("jobs") else set()
+    claimed = chains.claimed_workers(snap.data) if snap.has("jobs") else set()
     # An end someone asked for (a driver that exited, a stopped or finished job's workers, an
     # actor ended or let go, rldoctor's own) is no crash: the timeline tells it.
-    ends = _exits.Lazy(snap.data)
+    ends = exits.Lazy(snap.data)
     crashes: dict[str, list[dict]] = defaultdict(list)
     for w in _dead_workers(snap):
         if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes \
@@ -478,7 +477,7 @@ _UNKNOWN_FIX = (
 
 
 @check("RLD405", "job-failed", area="workers", requires=("jobs",),
-       params={"window_s": _chains.WINDOW_S})
+       params={"window_s": chains.WINDOW_S})
 @_loglines.also("RLD405")
 def job_failed(snap, params):
     """A job or RLlib training that ended in failure within the window, with its root cause.
@@ -506,23 +505,23 @@ def job_failed(snap, params):
         `restart_failed_env_runners=True`; for code missing on some nodes, ship it with the
         job (`runtime_env` `working_dir` or `py_modules`); for a memory kill RLD402's fix.
     """
-    for chain in _chains.failed_jobs(snap.data, params.get("window_s")):
+    for chain in chains.failed_jobs(snap.data, params.get("window_s")):
         yield _job_finding(chain)
 
 
 def _job_finding(chain: dict):
     job, root, exc, worker = chain["job"], chain["root"], chain["exception"], chain["worker"]
-    name = _chains.job_name(job)
+    name = chains.job_name(job)
     when = job.get("end_time")
     when_text = _clock(when)
-    entry = _chains.short_entrypoint(job.get("entrypoint"))
+    entry = chains.short_entrypoint(job.get("entrypoint"))
     message = (f"job {name}{(' (' + entry + ')') if entry else ''} failed"
                f"{(' at ' + when_text) if when_text else ''}: {root['summary']}")
     who = (f"{worker.get('class_name')} (actor {worker.get('actor_id')}, pid {worker.get('pid')}, "
            f"node {worker.get('node_id')})" if worker else "a worker")
     kind = root["kind"]
     if kind == "user_error":
-        fix = _USER_ERROR_FIX.format(frame=_chains.frame_text((exc or {}).get("frame")) or
+        fix = _USER_ERROR_FIX.format(frame=chains.frame_text((exc or {}).get("frame")) or
                                      "the innermost frame of your code in the traceback",
                                      exc=f"{exc['type']}: {exc['message']}" if exc else "an exception",
                                      who=who)
