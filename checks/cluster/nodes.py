@@ -335,89 +335,101 @@ def unschedulable_demand(snap, params):
         nodes that have the resource. Demands that fit a node but wait are a busy cluster:
         free resources or let the autoscaler add nodes.
     """
-    alive = snap.alive_nodes
-    offers = [n.get("resources_total") or {} for n in alive]
+    offers = [n.get("resources_total") or {} for n in snap.alive_nodes]
     largest = max(offers, key=lambda o: (o.get("CPU", 0), o.get("GPU", 0)), default={})
     demands = snap["demands"]
-    pending_actors = demands.get("pending_actors") or []
-
     for demand in demands.get("task_actor") or []:
-        shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
-        count = demand.get("count", 1)
-        actors = _actors_for(shape, pending_actors)
-        subject = f"actor:{actors[0]['actor_id']}" if len(actors) == 1 else "cluster"
-        who = (f"actor {actors[0].get('class_name')}"
-               + (f" '{actors[0]['name']}'" if actors[0].get("name") else "")
-               if len(actors) == 1 else f"{count} task(s)/actor(s)")
-        evidence = {"shape": shape, "count": count,
-                    "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
-                               for a in actors[:10]],
-                    "largest_node": largest}
-        verdict = scaling.judge(snap, [shape])
-        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
-                                  "detail": verdict.detail}
-        if not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_WILL:
-            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has yet: "
-                       f"{verdict.detail}, so the autoscaler is expected to start it", evidence,
-                       _DEMAND_FIX_SCALING)
-        elif not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has; node "
-                       f"type {', '.join(verdict.node_types)} fits it but {verdict.detail}: it "
-                       "waits until that is fixed (RLD108)", evidence, _DEMAND_FIX_SCALING)
-        elif not any(fits(shape, offer) for offer in offers):
-            short = missing(shape, largest)
-            first = sorted(short)[0] if short else "resource"
-            yield fail(subject,
-                       f"{who} requests {{{show(shape)}}}, which no alive node has "
-                       f"(short of {show(short)} on the largest node): infeasible, it will never start",
-                       evidence, _DEMAND_FIX_INFEASIBLE.format(name=first))
-        elif verdict.cause == scaling.AT_MAX:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} wait and will not start until "
-                       f"running work frees it: {verdict.detail}, so no node will be added (RLD108)",
-                       evidence, _DEMAND_FIX_SCALING)
-        elif verdict.cause in _SCALER_WILL:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources; "
-                       f"{verdict.detail}, so the autoscaler is expected to start them", evidence,
-                       _DEMAND_FIX_PENDING)
-        elif verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources, "
-                       f"and no node will be added: {verdict.detail} (RLD108)", evidence,
-                       _DEMAND_FIX_SCALING)
-        else:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources",
-                       evidence, _DEMAND_FIX_PENDING)
-
+        yield _task_actor_demand(snap, demand, offers, largest, demands.get("pending_actors") or [])
     for pg in demands.get("placement_groups") or []:
-        bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
-        strategy = pg.get("strategy", "PACK")
-        subject = f"placement_group:{pg.get('pg_id')}"
-        name = f"placement group {pg.get('name') or pg.get('pg_id', '')[:12]} ({strategy})"
-        if strategy == "STRICT_PACK":
-            feasible = any(fits(add(bundles), offer) for offer in offers)
-        elif strategy == "STRICT_SPREAD":
-            feasible = all(sum(fits(b, o) for o in offers) >= len(bundles) for b in bundles)
-        else:
-            feasible = (all(any(fits(b, o) for o in offers) for b in bundles)
-                        and fits(add(bundles), add(offers)))
-        evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
-                    "state": pg.get("state"), "largest_node": largest}
-        verdict = scaling.judge(snap, bundles, strategy)
-        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
-                                  "detail": verdict.detail}
-        if not feasible and verdict.cause in _SCALER_WILL + _SCALER_CANNOT:
-            yield warn(subject, f"{name} cannot be placed on the nodes alive now; "
-                       + (f"{verdict.detail}, so the autoscaler is expected to place it"
-                          if verdict.cause in _SCALER_WILL else
-                          f"a node type fits it but {verdict.detail}: it waits until that is fixed (RLD108)"),
-                       evidence, _DEMAND_FIX_SCALING)
-        elif not feasible:
-            shown = ", ".join("{" + show(b) + "}" for b in bundles)
-            yield fail(subject, f"{name} needs bundles [{shown}] that the cluster cannot place "
-                       f"(largest node: {{{show(largest)}}}): infeasible, it will never be created",
-                       evidence, _PG_FIX_INFEASIBLE)
-        elif verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{name} is pending, and no node will be added for it: "
-                       f"{verdict.detail} (RLD108)", evidence, _DEMAND_FIX_SCALING)
-        else:
-            yield warn(subject, f"{name} is pending until resources free up", evidence,
-                       _DEMAND_FIX_PENDING)
+        yield _placement_group_demand(snap, pg, offers, largest)
+
+
+def _situation(fits_now: bool, cause: str) -> str:
+    """Where a demand stands: no alive node could hold it ("absent") or it waits ("busy"), and
+    what the autoscaler will do about it (rldoctor.checks._autoscaling's verdict)."""
+    scaler = "-will" if cause in _SCALER_WILL else "-cannot" if cause in _SCALER_CANNOT else ""
+    if fits_now and cause == scaling.AT_MAX:
+        return "at-max"
+    return ("busy" if fits_now else "absent") + scaler
+
+
+# RLD103's words for a task's or actor's demand in each situation: (severity, message, fix)
+_DEMAND_SAYS = {
+    "absent-will": (warn, "{who} requests {{{shape}}}, which no alive node has yet: {detail}, so "
+                    "the autoscaler is expected to start it", _DEMAND_FIX_SCALING),
+    "absent-cannot": (warn, "{who} requests {{{shape}}}, which no alive node has; node type "
+                      "{types} fits it but {detail}: it waits until that is fixed (RLD108)",
+                      _DEMAND_FIX_SCALING),
+    "absent": (fail, "{who} requests {{{shape}}}, which no alive node has (short of {short} on "
+               "the largest node): infeasible, it will never start", _DEMAND_FIX_INFEASIBLE),
+    "at-max": (warn, "{who} requesting {{{shape}}} wait and will not start until running work "
+               "frees it: {detail}, so no node will be added (RLD108)", _DEMAND_FIX_SCALING),
+    "busy-will": (warn, "{who} requesting {{{shape}}} are waiting for free resources; {detail}, "
+                  "so the autoscaler is expected to start them", _DEMAND_FIX_PENDING),
+    "busy-cannot": (warn, "{who} requesting {{{shape}}} are waiting for free resources, and no "
+                    "node will be added: {detail} (RLD108)", _DEMAND_FIX_SCALING),
+    "busy": (warn, "{who} requesting {{{shape}}} are waiting for free resources",
+             _DEMAND_FIX_PENDING),
+}
+# ... and for a placement group's
+_PG_SAYS = {
+    "absent-will": (warn, "{name} cannot be placed on the nodes alive now; {detail}, so the "
+                    "autoscaler is expected to place it", _DEMAND_FIX_SCALING),
+    "absent-cannot": (warn, "{name} cannot be placed on the nodes alive now; a node type fits it "
+                      "but {detail}: it waits until that is fixed (RLD108)", _DEMAND_FIX_SCALING),
+    "absent": (fail, "{name} needs bundles [{bundles}] that the cluster cannot place (largest "
+               "node: {{{largest}}}): infeasible, it will never be created", _PG_FIX_INFEASIBLE),
+    "at-max": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
+               _DEMAND_FIX_SCALING),
+    "busy-cannot": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
+                    _DEMAND_FIX_SCALING),
+    "busy-will": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
+    "busy": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
+}
+
+
+def _said(says: dict, situation: str, subject: str, evidence: dict, **words):
+    severity, message, fix = says[situation]
+    return severity(subject, message.format(**words), evidence, fix.format(**words))
+
+
+def _task_actor_demand(snap, demand, offers, largest, pending_actors):
+    shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
+    count = demand.get("count", 1)
+    actors = _actors_for(shape, pending_actors)
+    one = actors[0] if len(actors) == 1 else None
+    who = (f"actor {one.get('class_name')}" + (f" '{one['name']}'" if one.get("name") else "")
+           if one else f"{count} task(s)/actor(s)")
+    verdict = scaling.judge(snap, [shape])
+    evidence = {"shape": shape, "count": count,
+                "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
+                           for a in actors[:10]],
+                "largest_node": largest,
+                "autoscaler": {"cause": verdict.cause, "node_types": verdict.node_types,
+                               "detail": verdict.detail}}
+    short = missing(shape, largest)
+    return _said(_DEMAND_SAYS, _situation(any(fits(shape, offer) for offer in offers), verdict.cause),
+                 f"actor:{one['actor_id']}" if one else "cluster", evidence, who=who,
+                 shape=show(shape), detail=verdict.detail, types=", ".join(verdict.node_types),
+                 short=show(short), name=sorted(short)[0] if short else "resource")
+
+
+def _placement_group_demand(snap, pg, offers, largest):
+    bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
+    strategy = pg.get("strategy", "PACK")
+    if strategy == "STRICT_PACK":
+        feasible = any(fits(add(bundles), offer) for offer in offers)
+    elif strategy == "STRICT_SPREAD":
+        feasible = all(sum(fits(b, o) for o in offers) >= len(bundles) for b in bundles)
+    else:
+        feasible = (all(any(fits(b, o) for o in offers) for b in bundles)
+                    and fits(add(bundles), add(offers)))
+    verdict = scaling.judge(snap, bundles, strategy)
+    evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
+                "state": pg.get("state"), "largest_node": largest,
+                "autoscaler": {"cause": verdict.cause, "node_types": verdict.node_types,
+                               "detail": verdict.detail}}
+    name = f"placement group {pg.get('name') or pg.get('pg_id', '')[:12]} ({strategy})"
+    return _said(_PG_SAYS, _situation(feasible, verdict.cause), f"placement_group:{pg.get('pg_id')}",
+                 evidence, name=name, detail=verdict.detail, largest=show(largest),
+                 bundles=", ".join("{" + show(b) + "}" for b in bundles))
