@@ -41,6 +41,15 @@ class Snapshot:
         value = self.data.get(section)
         return default if value is None else value
 
+    def field(self, section: str, *path: str) -> Any:
+        """A value inside a section (`snap.field("cluster", "ray_version")`), None where any step
+        is missing: the one way a check reads past a section's top, instead of a
+        `(snap.get(x) or {}).get(y)` chain."""
+        value: Any = self.data.get(section)
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
     def collector(self, section: str) -> dict[str, Any]:
         """What the collector of `section` reported: status, error, duration_s."""
         return (self.data.get("collectors") or {}).get(section) or {}

@@ -203,7 +203,7 @@ _REMOVAL_REASONS = {"AUTOSCALER_DRAIN_IDLE": "terminated by the autoscaler as id
 def _training_actors(snap) -> list[tuple[dict, dict]]:
     """(training, member) for every env runner, learner and algorithm actor of a training."""
     out = []
-    for training in ((snap.get("training") or {}).get("trainings") or []):
+    for training in (snap.field("training", "trainings") or []):
         members = (training.get("runners") or []) + (training.get("learners") or [])
         if training.get("algorithm_actor"):
             members.append(training["algorithm_actor"])
@@ -268,7 +268,7 @@ def nodes_removed_under_training(snap, params):
     # Actors whose death cause names a removed node (the training section keeps the current
     # node only; a restarted actor's old node is in its death cause).
     # An actor whose owner (the algorithm, a driver loop) ran there dies with it, wherever it ran.
-    for actor in ((snap.get("actors") or {}).get("items") or []):
+    for actor in (snap.field("actors", "items") or []):
         message = ((actor.get("death_cause") or {}).get("message") or "")
         for node_id, node in dead.items():
             owner_there = "Owner's node" in message and f"Owner Ip address: {node.get('ip')} " in message
@@ -361,7 +361,7 @@ def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
     node whose training actors hold no resource (num_cpus_per_env_runner=0) while nothing else
     does is used only while objects sit in its object store, so it is idle whenever the training
     pauses, and removed when a pause outlasts the idle timeout."""
-    version = (snap.get("cluster") or {}).get("ray_version")
+    version = snap.field("cluster", "ray_version")
     if not counts_idle_by_resources(scaler, version):
         return
     minutes = (scaler.get("config") or {}).get("idle_timeout_minutes")

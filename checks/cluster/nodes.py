@@ -193,8 +193,8 @@ def auth_mismatch(snap, params):
         Start every node and client with the same RAY_AUTH_MODE and token. The finding
         names the node, what refused what, and the mode rldoctor joined in and why.
     """
-    failed = (snap.get("versions") or {}).get("failed") or {}
-    client = (snap.get("cluster") or {}).get("client_auth") or {}
+    failed = snap.field("versions", "failed") or {}
+    client = snap.field("cluster", "client_auth") or {}
     for node_id, failure in sorted(failed.items()):
         state = snap.state(node_id)  # node_state decides, as for every other reader
         refused = state.state == node_state.AUTH_MISMATCH if state else failure.get("kind") == "auth"

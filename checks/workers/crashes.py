@@ -40,7 +40,7 @@ _ACTOR_RESTART_FIX = (
 def _dead_workers(snap) -> list[dict]:
     """The dead workers, drivers left out (a driver's worker type, or its id where a session
     directory's line does not say it: rldoctor.worker_exits)."""
-    return [w for w in (snap.get("workers") or {}).get("dead") or []
+    return [w for w in snap.field("workers", "dead") or []
             if w.get("worker_type") in _WORKER_TYPES and not exits.is_driver(w)]
 
 
@@ -267,7 +267,7 @@ def oom_kills(snap, params):
             kills[w["node_id"]].append({"pid": w["pid"], "detail": w.get("exit_detail", ""),
                                         "end_time_ms": w.get("end_time_ms")})
             seen.add((w["node_id"], w["pid"]))
-    for t in (snap.get("workers") or {}).get("oom_tasks") or []:
+    for t in snap.field("workers", "oom_tasks") or []:
         if t.get("node_id") and (t["node_id"], t.get("worker_pid")) not in seen \
                 and not kills.get(t["node_id"]):
             kills[t["node_id"]].append({"pid": t.get("worker_pid"), "detail": t.get("error_message", ""),
