@@ -259,7 +259,24 @@ def oom_kills(snap, params):
         Raise `object_store_memory` only when the object store is what is full (RLD301).
     """
     dead = _dead_workers(snap)
-    created = snap.get("created_at")
+    yield from _monitor_kills(snap, dead, params["recent_hours"])
+    yield from _kernel_kills(snap, dead, params["recent_hours"])
+
+
+# RLD402's words: Ray's memory monitor's kills, then the kernel's
+_MONITOR_KILLED = ("Ray's memory monitor killed {kills} worker(s) on {node}: memory was {used}, "
+                   "above the kill threshold of {threshold:.0%} ({source}){low}")
+_LOW_THRESHOLD = "; that threshold is unusually low"
+_KERNEL_KILLED = ("{kills} worker(s) on {node} were killed by the kernel's OOM killer (the kernel "
+                  "log says \"Killed process {pid} ({name})\"{memcg})")
+_IN_MEMCG = ", in memory cgroup {memcg}"
+_VANISHED = ("{kills} worker(s) on {node} vanished without notice and the kernel's OOM killer has "
+             "killed {count} process(es) in the node's memory cgroup: they may have been killed "
+             "for memory by the kernel (its log is not readable here: {why})")
+
+
+def _monitor_kills(snap, dead, recent_hours):
+    """Ray's memory monitor's kills, per node: its workers' exits, else its tasks' errors."""
     kills: dict[str, list[dict]] = defaultdict(list)
     seen = set()
     for w in dead:
@@ -273,35 +290,39 @@ def oom_kills(snap, params):
             kills[t["node_id"]].append({"pid": t.get("worker_pid"), "detail": t.get("error_message", ""),
                                         "end_time_ms": t.get("end_time_ms"), "task": t.get("name")})
     for node_id, events in sorted(kills.items()):
-        events.sort(key=lambda e: -(e.get("end_time_ms") or 0))
-        latest = parse_oom(events[0]["detail"])
-        threshold, source = kill_threshold_in_force(snap.host(node_id))
-        if "threshold_fraction" in latest:
-            threshold, source = latest["threshold_fraction"], "Ray's kill message"
-        node = snap.node(node_id) or {}
-        age = age_hours(events[0].get("end_time_ms"), created)
-        severity = info if age is not None and age > params["recent_hours"] else fail
-        tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?"
-                        for e in events})
-        used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
-                f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
-        message = (f"Ray's memory monitor killed {len(events)} worker(s) on "
-                   f"{node_label(node_id, node.get('ip') or latest.get('ip'))}: memory was {used}, above the "
-                   f"kill threshold of {threshold:.0%} ({source})")
-        if threshold < 0.5:
-            message += "; that threshold is unusually low"
-        yield severity(f"node:{node_id}", message, {
-            "node_id": node_id, "ip": node.get("ip") or latest.get("ip"), "kills": len(events),
-            "pids": [e["pid"] for e in events[:20]], "killed_tasks": tasks[:20],
-            "memory_used_gb": latest.get("used_gb"), "memory_limit_gb": latest.get("limit_gb"),
-            "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
-            "threshold_source": source, "hours_since_last_kill": age,
-            "last_message": _short(events[0]["detail"], 400)},
-            _OOM_FIX.format(node_id=node_id))
+        yield _monitor_finding(snap, node_id, sorted(events, key=lambda e: -(e.get("end_time_ms") or 0)),
+                               recent_hours)
 
-    # The kernel's OOM killer leaves no trace in Ray except a worker that vanished. The
-    # kernel's own log names the pids it killed; without it, only the OOM counter of the
-    # node's own cgroup counts (the host-wide one counts every cgroup since boot).
+
+def _monitor_finding(snap, node_id, events, recent_hours):
+    latest = parse_oom(events[0]["detail"])
+    threshold, source = kill_threshold_in_force(snap.host(node_id))
+    if "threshold_fraction" in latest:
+        threshold, source = latest["threshold_fraction"], "Ray's kill message"
+    node = snap.node(node_id) or {}
+    ip = node.get("ip") or latest.get("ip")
+    age = age_hours(events[0].get("end_time_ms"), snap.get("created_at"))
+    used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
+            f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
+    tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?" for e in events})
+    return (info if age is not None and age > recent_hours else fail)(
+        f"node:{node_id}",
+        _MONITOR_KILLED.format(kills=len(events), node=node_label(node_id, ip), used=used,
+                               threshold=threshold, source=source,
+                               low=_LOW_THRESHOLD if threshold < 0.5 else ""),
+        {"node_id": node_id, "ip": ip, "kills": len(events),
+         "pids": [e["pid"] for e in events[:20]], "killed_tasks": tasks[:20],
+         "memory_used_gb": latest.get("used_gb"), "memory_limit_gb": latest.get("limit_gb"),
+         "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
+         "threshold_source": source, "hours_since_last_kill": age,
+         "last_message": _short(events[0]["detail"], 400)},
+        _OOM_FIX.format(node_id=node_id))
+
+
+def _kernel_kills(snap, dead, recent_hours):
+    """The kernel's OOM killer leaves no trace in Ray except a worker that vanished. The
+    kernel's own log names the pids it killed; without it, only the OOM counter of the node's
+    own cgroup counts (the host-wide one counts every cgroup since boot)."""
     vanished: dict[str, list[dict]] = defaultdict(list)
     ends = exits.Lazy(snap.data)
     for w in dead:
@@ -311,36 +332,35 @@ def oom_kills(snap, params):
     for node_id, workers in sorted(vanished.items()):
         # a vanishing older than the window is history: info, so no ticket stays open for it
         recent = [w for w in workers
-                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
-        said = warn if recent else info
-        host = snap.host(node_id)
-        log = host.get("kernel_oom_log") or {}
-        evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
-                    "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
-        if log.get("readable"):
-            killed = {k["pid"]: k for k in log.get("kills") or []}
-            matched = [w for w in workers if w.get("pid") in killed]
-            if not matched:
-                continue  # the kernel killed none of them: RLD403 reports the crash
-            evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
-            yield said(f"node:{node_id}",
-                       f"{len(matched)} worker(s) on {snap.label(node_id)} were killed by the "
-                       f"kernel's OOM killer (the kernel log says \"Killed process "
-                       f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
-                       + (f", in memory cgroup {killed[matched[0]['pid']]['memcg']}"
-                          if killed[matched[0]["pid"]].get("memcg") else "") + ")",
-                       evidence, _KERNEL_OOM_FIX)
-            continue
-        limit = host.get("memory_limit") or {}
-        counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
-        if not any(counters.values()):
-            continue
-        yield said(f"node:{node_id}",
-                   f"{len(workers)} worker(s) on {snap.label(node_id)} vanished without notice and "
-                   f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
-                   "in the node's memory cgroup: they may have been killed for memory by the "
-                   f"kernel (its log is not readable here: {log.get('error') or 'not collected'})",
-                   {**evidence, **counters}, _KERNEL_OOM_FIX)
+                  if (age_hours(w.get("end_time_ms"), snap.get("created_at")) or 0) <= recent_hours]
+        found = _kernel_finding(snap, node_id, workers, warn if recent else info)
+        if found:
+            yield found
+
+
+def _kernel_finding(snap, node_id, workers, said):
+    host = snap.host(node_id)
+    log = host.get("kernel_oom_log") or {}
+    evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
+                "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
+    if log.get("readable"):
+        killed = {k["pid"]: k for k in log.get("kills") or []}
+        matched = [w for w in workers if w.get("pid") in killed]
+        if not matched:
+            return None  # the kernel killed none of them: RLD403 reports the crash
+        evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
+        first = killed[matched[0]["pid"]]
+        return said(f"node:{node_id}", _KERNEL_KILLED.format(
+            kills=len(matched), node=snap.label(node_id), pid=matched[0]["pid"], name=first["name"],
+            memcg=_IN_MEMCG.format(memcg=first["memcg"]) if first.get("memcg") else ""),
+            evidence, _KERNEL_OOM_FIX)
+    limit = host.get("memory_limit") or {}
+    counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
+    if not any(counters.values()):
+        return None
+    return said(f"node:{node_id}", _VANISHED.format(
+        kills=len(workers), node=snap.label(node_id), count=counters["cgroup_oom_kills"],
+        why=log.get("error") or "not collected"), {**evidence, **counters}, _KERNEL_OOM_FIX)
 
 
 _CRASH_FIX = (
