@@ -253,14 +253,39 @@ def nodes_removed_under_training(snap, params):
         a pause of the training longer than the idle timeout removes.
     """
     scaler = snap["autoscaler"]
+    why, dead = _removed_nodes(snap, scaler)
+    members = _training_actors(snap)
+    for node_id, lost in sorted(_lost_with(snap, dead, members).items()):
+        yield _removed_finding(dead[node_id], why[node_id], lost, scaler)
+    if not scaler.get("running"):
+        return
+    early = list(_idle_by_resources(snap, scaler, members))
+    yield from early
+    yield from _idle_now(scaler, members, {f.subject for f in early})
+
+
+# RLD109's words: a node removed under a training, and (before it happens) one counted idle
+_REMOVED = ("node {short} ({ip}) was {why} while a training ran there: {what} lost with it "
+            "({classes}); {took}{ray_says}")
+_IDLE_NOW = ("{training}'s {count} actor(s) ({classes}) run on node {short} ({ip}, type {type}), "
+             "which the autoscaler counts idle for {idle:.0f} s{timeout}")
+_OF_TIMEOUT = " of its {timeout:.0f} s idle timeout: it will be removed with them"
+
+
+def _removed_nodes(snap, scaler) -> tuple[dict, dict]:
+    """({node id: why it was removed}, {node id: its dead node}): the GCS's reason, else v1's
+    monitor.log (v1 drains without a reason)."""
     why = {n["node_id"]: _REMOVAL_REASONS[n["death_reason"]] for n in snap.nodes
            if not n.get("alive") and n.get("death_reason") in _REMOVAL_REASONS}
-    for ended in scaler.get("terminated_nodes") or []:  # v1 drains without a reason: its log has it
+    for ended in scaler.get("terminated_nodes") or []:
         if ended.get("node_id") and ended["node_id"] not in why:
             why[ended["node_id"]] = ("terminated by the autoscaler as idle" if ended.get("reason") == "idle"
                                      else f"terminated by the autoscaler ({ended.get('reason')})")
-    dead = {n["node_id"]: n for n in snap.nodes if n["node_id"] in why and not n.get("alive")}
-    members = _training_actors(snap)
+    return why, {n["node_id"]: n for n in snap.nodes if n["node_id"] in why and not n.get("alive")}
+
+
+def _lost_with(snap, dead, members) -> dict[str, list]:
+    """{removed node id: [(training, actor)]} of the RLlib actors lost with each node."""
     by_node: dict[str, list] = {}
     for training, member in members:
         if member and member.get("node_id") in dead:
@@ -284,42 +309,41 @@ def nodes_removed_under_training(snap, params):
                 if ((runner.get("death_cause") or {}).get("reason") in ("OWNER_DIED", "REF_DELETED")
                         and not any(m.get("actor_id") == runner.get("actor_id") for _, m in lost)):
                     lost.append((training, runner))
-    for node_id, lost in sorted(by_node.items()):
-        node = dead[node_id]
-        reason = node.get("death_reason")
-        trainings = {t.get("id"): t for t, _ in lost if t}
-        runners = [m for _, m in lost if m.get("role") == "env runner"]
-        others = [m for _, m in lost if m.get("role") != "env runner"]
-        took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
-                         for tid, t in trainings.items()) or "no training of it is running now"
-        what = f"{len(runners)} env runner(s)" + (f" and {len(others)} other RLlib actor(s)" if others else "")
-        severity = fail if any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values()) else warn
-        yield severity(
-            f"node:{node_id}",
-            f"node {node_id[:12]} ({node.get('ip')}) was {why[node_id]} while a "
-            f"training ran there: {what} lost with it "
-            f"({', '.join(sorted({m.get('class_name') or '?' for _, m in lost}))}); {took}"
-            + (f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
-            {"node_id": node_id, "ip": node.get("ip"), "death_reason": reason, "removed": why[node_id],
-             "death_message": node.get("death_message"),
-             "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
-                      for _, m in lost],
-             "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
-            _REMOVED_FIX)
-    if not scaler.get("running"):
-        return
-    early = list(_idle_by_resources(snap, scaler, members))
-    yield from early
-    warned = {f.subject for f in early}
-    # Before it happens: training actors on a node the autoscaler counts idle.
-    timeout_s = None
+    return by_node
+
+
+def _removed_finding(node, why, lost, scaler):
+    node_id = node["node_id"]
+    trainings = {t.get("id"): t for t, _ in lost if t}
+    runners = [m for _, m in lost if m.get("role") == "env runner"]
+    others = [m for _, m in lost if m.get("role") != "env runner"]
+    took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
+                     for tid, t in trainings.items()) or "no training of it is running now"
+    failed = any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values())
+    return (fail if failed else warn)(
+        f"node:{node_id}",
+        _REMOVED.format(short=node_id[:12], ip=node.get("ip"), why=why, took=took,
+                        what=f"{len(runners)} env runner(s)"
+                        + (f" and {len(others)} other RLlib actor(s)" if others else ""),
+                        classes=", ".join(sorted({m.get("class_name") or "?" for _, m in lost})),
+                        ray_says=f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
+        {"node_id": node_id, "ip": node.get("ip"), "death_reason": node.get("death_reason"),
+         "removed": why, "death_message": node.get("death_message"),
+         "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
+                  for _, m in lost],
+         "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
+        _REMOVED_FIX)
+
+
+def _idle_now(scaler, members, warned):
+    """Before it happens: training actors on a node the autoscaler counts idle."""
     config = scaler.get("config") or {}
-    if config.get("idle_timeout_minutes") is not None:
-        timeout_s = float(config["idle_timeout_minutes"]) * 60
+    timeout_s = (float(config["idle_timeout_minutes"]) * 60
+                 if config.get("idle_timeout_minutes") is not None else None)
     idle = {s["node_id"]: s for s in scaler.get("idle_nodes") or [] if s.get("node_id")}
     seen = set()
     for training, member in members:
-        node_id = (member or {}).get("node_id")
+        node_id = member.get("node_id") if member else None
         if node_id not in idle or member.get("state") != "ALIVE" or (training.get("id"), node_id) in seen \
                 or f"node:{node_id}" in warned:
             continue
@@ -328,12 +352,11 @@ def nodes_removed_under_training(snap, params):
         on_node = [m for t, m in members if t is training and m and m.get("node_id") == node_id]
         yield warn(
             f"node:{node_id}",
-            f"{training.get('subject')}'s {len(on_node)} actor(s) "
-            f"({', '.join(sorted({m.get('class_name') or '?' for m in on_node}))}) run on node "
-            f"{node_id[:12]} ({state.get('ip')}, type {state.get('node_type') or '?'}), which the "
-            f"autoscaler counts idle for {state.get('idle_s', 0):.0f} s"
-            + (f" of its {timeout_s:.0f} s idle timeout: it will be removed with them"
-               if timeout_s is not None else ""),
+            _IDLE_NOW.format(training=training.get("subject"), count=len(on_node), short=node_id[:12],
+                             classes=", ".join(sorted({m.get("class_name") or "?" for m in on_node})),
+                             ip=state.get("ip"), type=state.get("node_type") or "?",
+                             idle=state.get("idle_s", 0),
+                             timeout=_OF_TIMEOUT.format(timeout=timeout_s) if timeout_s is not None else ""),
             {"node_id": node_id, "idle_s": state.get("idle_s"), "idle_timeout_s": timeout_s,
              "node_type": state.get("node_type"), "activity": state.get("activity"),
              "actors": [m.get("actor_id") for m in on_node]}, _REMOVED_FIX)
