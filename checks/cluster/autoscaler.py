@@ -119,73 +119,92 @@ def scale_up_blocked(snap, params):
     """
     scaler = snap["autoscaler"]
     now = scaling.snapshot_time(snap)
-    groups: dict[tuple, dict] = {}
-    for demand in waiting_demands(snap):
-        verdict = scaling.judge(snap, demand["shapes"], demand["strategy"])
-        if demand["kind"] == "request_resources":
-            continue  # judged below, with what it keeps up
-        if verdict.cause not in _SEVERITY:
-            continue
-        key = (verdict.cause, tuple(verdict.node_types) if verdict.cause != scaling.NO_TYPE_FITS else ())
-        group = groups.setdefault(key, {"verdict": verdict, "demands": [], "details": []})
-        group["demands"].append(demand)
-        group["details"].append(verdict.detail)
-    for (cause, types), group in sorted(groups.items()):
+    for (cause, _types), group in sorted(_blocked_groups(snap).items()):
         verdict = group["verdict"]
         labels = "; ".join(d["label"] + (f": {detail}" if cause == scaling.NO_TYPE_FITS else "")
                            for d, detail in zip(group["demands"], group["details"]))
         evidence = {"cause": cause, "node_types": list(verdict.node_types),
                     "demands": [{k: v for k, v in d.items() if k != "label"} for d in group["demands"]],
                     **verdict.evidence, "autoscaler": scaler.get("version")}
-        if cause == scaling.NO_TYPE_FITS:
-            message = (f"{labels}; node types: {', '.join(verdict.node_types)}: {_WHAT[cause]}, "
-                       "it waits forever")
-            subject = "autoscaler"
-        elif cause == scaling.LAUNCH_FAILS:
-            parts = []
-            for f in verdict.evidence.get("failures") or []:
-                count = f.get("count")
-                parts.append(f"{f['node_type']}: \"{f.get('reason') or 'no reason recorded'}\""
-                             + (f", {count} time(s)" if count else "")
-                             + (f" {_when(f.get('since'), now)}" if f.get("since") else ""))
-            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
-            subject = f"node_type:{verdict.node_types[0]}"
-        elif cause == scaling.NEVER_JOINS:
-            parts = []
-            for name, ghost in (verdict.evidence.get("never_joined") or {}).items():
-                bits = [f"{ghost.get('count')} launched, not in the cluster"] if ghost.get("count") else []
-                if ghost.get("waited_s") is not None:
-                    bits.append(f"for {ghost['waited_s']:.0f} s")
-                if ghost.get("removed_for_no_contact"):
-                    bits.append(f"{ghost['removed_for_no_contact']} removed by the autoscaler "
-                                "for \"lost contact with raylet\" (and launched again)")
-                if ghost.get("details"):
-                    bits.append(f"the autoscaler says: {ghost['details']}")
-                parts.append(f"{name}: {', '.join(bits)}")
-            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
-            subject = f"node_type:{verdict.node_types[0]}"
-        elif cause == scaling.AT_MAX:
-            message = f"{labels} wait(s) and {_WHAT[cause]}: {verdict.detail}"
-            subject = f"node_type:{verdict.node_types[0]}" if len(verdict.node_types) == 1 else "autoscaler"
-        else:
-            message = f"{labels} wait(s) and {_WHAT[cause]}: nothing will add a node for it"
-            subject = "autoscaler"
+        subject, message = _BLOCKED_SAYS.get(cause, _blocked_otherwise)(labels, cause, verdict, now)
         yield _SEVERITY[cause](subject, message, evidence, _FIXES[cause])
     for demand in waiting_demands(snap):
-        if demand["kind"] != "request_resources":
-            continue
-        verdict = scaling.judge(snap, demand["shapes"])
-        evidence = {"cause": "request-resources", "constraint": demand, "verdict": verdict.cause,
-                    "node_types": verdict.node_types, "source": demand.get("source")}
-        if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
-                             scaling.AT_MAX):
-            yield warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
-                       f"never come: {verdict.detail} ({demand.get('source') or 'request_resources'})",
-                       evidence, _REQUEST_FIX)
-        elif verdict.cause != scaling.NO_AUTOSCALER:
-            yield info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
-                       f"nodes up for it even when they are idle, until it is cleared "
-                       f"({demand.get('source') or 'request_resources'})", evidence, _REQUEST_FIX)
+        if demand["kind"] == "request_resources":
+            found = _request_in_force(snap, demand)
+            if found:
+                yield found
+
+
+def _blocked_groups(snap) -> dict[tuple, dict]:
+    """The waiting demands (request_resources() aside) by cause and node types."""
+    groups: dict[tuple, dict] = {}
+    for demand in waiting_demands(snap):
+        verdict = scaling.judge(snap, demand["shapes"], demand["strategy"])
+        if demand["kind"] == "request_resources" or verdict.cause not in _SEVERITY:
+            continue  # request_resources() is judged with what it keeps up
+        key = (verdict.cause, tuple(verdict.node_types) if verdict.cause != scaling.NO_TYPE_FITS else ())
+        group = groups.setdefault(key, {"verdict": verdict, "demands": [], "details": []})
+        group["demands"].append(demand)
+        group["details"].append(verdict.detail)
+    return groups
+
+
+def _no_type_fits(labels, cause, verdict, now):
+    return "autoscaler", (f"{labels}; node types: {', '.join(verdict.node_types)}: {_WHAT[cause]}, "
+                          "it waits forever")
+
+
+def _launch_fails(labels, cause, verdict, now):
+    parts = [f"{f['node_type']}: \"{f.get('reason') or 'no reason recorded'}\""
+             + (f", {f['count']} time(s)" if f.get("count") else "")
+             + (f" {_when(f.get('since'), now)}" if f.get("since") else "")
+             for f in verdict.evidence.get("failures") or []]
+    return f"node_type:{verdict.node_types[0]}", f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+
+
+def _never_joins(labels, cause, verdict, now):
+    parts = []
+    for name, ghost in (verdict.evidence.get("never_joined") or {}).items():
+        bits = [f"{ghost.get('count')} launched, not in the cluster"] if ghost.get("count") else []
+        if ghost.get("waited_s") is not None:
+            bits.append(f"for {ghost['waited_s']:.0f} s")
+        if ghost.get("removed_for_no_contact"):
+            bits.append(f"{ghost['removed_for_no_contact']} removed by the autoscaler "
+                        "for \"lost contact with raylet\" (and launched again)")
+        if ghost.get("details"):
+            bits.append(f"the autoscaler says: {ghost['details']}")
+        parts.append(f"{name}: {', '.join(bits)}")
+    return f"node_type:{verdict.node_types[0]}", f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+
+
+def _at_max(labels, cause, verdict, now):
+    return (f"node_type:{verdict.node_types[0]}" if len(verdict.node_types) == 1 else "autoscaler",
+            f"{labels} wait(s) and {_WHAT[cause]}: {verdict.detail}")
+
+
+def _blocked_otherwise(labels, cause, verdict, now):
+    return "autoscaler", f"{labels} wait(s) and {_WHAT[cause]}: nothing will add a node for it"
+
+
+_BLOCKED_SAYS = {scaling.NO_TYPE_FITS: _no_type_fits, scaling.LAUNCH_FAILS: _launch_fails,
+                 scaling.NEVER_JOINS: _never_joins, scaling.AT_MAX: _at_max}
+
+
+def _request_in_force(snap, demand):
+    """A request_resources() in force: nodes that never come (warn), or nodes kept up (info)."""
+    verdict = scaling.judge(snap, demand["shapes"])
+    evidence = {"cause": "request-resources", "constraint": demand, "verdict": verdict.cause,
+                "node_types": verdict.node_types, "source": demand.get("source")}
+    source = demand.get("source") or "request_resources"
+    if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
+                         scaling.AT_MAX):
+        return warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
+                    f"never come: {verdict.detail} ({source})", evidence, _REQUEST_FIX)
+    if verdict.cause != scaling.NO_AUTOSCALER:
+        return info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
+                    f"nodes up for it even when they are idle, until it is cleared ({source})",
+                    evidence, _REQUEST_FIX)
+    return None
 
 
 _REMOVED_FIX = (
