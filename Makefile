@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system-tools demo test test-fast clean
+.PHONY: install system-tools demo test test-fast golden clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ test: $(STAMP) system-tools
 
 test-fast: $(STAMP) system-tools
 	$(PY) -m pytest -n 2 -m "not cluster and not slow"
+
+# Regenerate fixtures/golden/ (every fixture's table, Markdown and JSON report) after a change
+# you mean to the words or the layout; review `git diff fixtures/golden` (tests/golden.py).
+golden: $(STAMP)
+	$(PY) tests/golden.py --update
 
 clean:
 	rm -rf $(VENV) build *.egg-info

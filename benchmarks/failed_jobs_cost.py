@@ -103,7 +103,7 @@ def one_run(cluster, path: Path) -> dict:
 
 
 def analysis_s(path: Path, repeats: int = 20) -> list[float]:
-    from rldoctor.checks import _chains
+    from rldoctor import failure_chains as chains
     from rldoctor.report.timeline import build
     from rldoctor.snapshot import load
 
@@ -111,7 +111,7 @@ def analysis_s(path: Path, repeats: int = 20) -> list[float]:
     out = []
     for _ in range(repeats):
         started = time.perf_counter()
-        _chains.failed_jobs(snap.data)
+        chains.failed_jobs(snap.data)
         build(snap)
         out.append(time.perf_counter() - started)
     return out

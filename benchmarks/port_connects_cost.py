@@ -30,7 +30,7 @@ from localcluster import BIN, LocalCluster, NodeSpec  # noqa: E402
 
 WITHOUT_CONNECTS = (
     "import sys\n"
-    "from rldoctor.cluster import reach\nfrom rldoctor.cluster.session import Unavailable\n"
+    "from rldoctor.cluster import reach\nfrom rldoctor.cluster.sections import Unavailable\n"
     "def off(*args, **kwargs):\n"
     "    raise Unavailable('switched off for the benchmark')\n"
     "reach.collect = off\n"

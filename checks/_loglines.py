@@ -25,7 +25,7 @@ MAX_FINDINGS = 40
 
 
 def _hits(snap, code: str) -> list[dict]:
-    return [h for h in ((snap.get("log_lines") or {}).get("items") or [])
+    return [h for h in (snap.field("log_lines", "items") or [])
             if isinstance(h, dict) and h.get("code") == code]
 
 
@@ -77,7 +77,7 @@ def findings(snap, code: str, already=()) -> list:
         hits = [h for h in hits if not asked(h)]
     if not hits:
         return []
-    every = (snap.get("log_lines") or {}).get("items") or []
+    every = snap.field("log_lines", "items") or []
     if any(not h.get("consequence") for h in every) or already:
         # a death that says no cause is told by the lines that tell one (or by the check)
         hits = [h for h in hits if not h.get("consequence")]
@@ -85,7 +85,7 @@ def findings(snap, code: str, already=()) -> list:
     hits = [h for h in hits if not (h.get("exception") and h["exception"][:60] in told)]
     taken = {f.subject for f in already}
     ips_to_nodes = {}
-    for h in (snap.get("log_lines") or {}).get("items") or []:
+    for h in snap.field("log_lines", "items") or []:
         n = h.get("names") or {}
         if n.get("ip") and n.get("node_id"):
             ips_to_nodes.setdefault(n["ip"], n["node_id"])
@@ -155,11 +155,11 @@ def findings(snap, code: str, already=()) -> list:
 def _asked_for(snap):
     """Whether a line is about a worker whose end was asked for (a driver that exited, the
     workers of a job that ended well, rldoctor's own): no crash, whatever the line's words
-    (rldoctor.checks._exits, the one reading for every source)."""
-    from rldoctor.checks._exits import Lazy
+    (rldoctor.worker_exits, the one reading for every source)."""
+    from rldoctor.worker_exits import Lazy
 
     ends = Lazy(snap.data)
-    dead = {w.get("worker_id"): w for w in ((snap.get("workers") or {}).get("dead") or [])
+    dead = {w.get("worker_id"): w for w in (snap.field("workers", "dead") or [])
             if isinstance(w, dict)}
 
     def asked(hit: dict) -> bool:

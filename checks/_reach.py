@@ -74,7 +74,7 @@ def explains_silence(snap, node_id: str, kind: str | None = None) -> bool:
         return True
     if state != "closed":
         return False
-    closed = set(((snap.get("reach") or {}).get("failed") or {}).get(node_id) or {})
+    closed = set((snap.field("reach", "failed") or {}).get(node_id) or {})
     return bool(closed & ({"node_manager"} if kind == "silent" else set(CORE)))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from rldoctor.rllib_roles import ALGORITHMS, ENV_RUNNER_CLASSES, rllib_role  # noqa: F401
+from rldoctor.rllib_roles import rllib_role
 
 
 def describe_actor(actor: dict) -> str:

@@ -1,3 +1,5 @@
+"""`python -m rldoctor`: the same command line as the `rldoctor` console script (rldoctor.cli)."""
+
 from rldoctor.cli import main
 
 main()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from contextlib import contextmanager
 
 import click
 
@@ -27,7 +28,23 @@ from rldoctor.engine.runner import DEFAULT_CHECK_TIMEOUT_S
 def _fail(exc: RldoctorError) -> None:
     click.echo(f"rldoctor: {redact(str(exc))}", err=True)
     sys.stdout.flush()
+    sys.stderr.flush()
     os._exit(exc.exit_code)  # never hang in Ray's exit handlers after a failed join
+
+
+@contextmanager
+def one_line(interrupted: str | None = None):
+    """The one error wrapper of every command: an error a user can cause (RldoctorError) is one
+    redacted line on stderr and its exit code, never a traceback; Ctrl-C is `rldoctor:
+    <interrupted>`, exit 130, when the command says what was cleaned up (else Python's own)."""
+    try:
+        yield
+    except RldoctorError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        if interrupted is None:
+            raise
+        _fail(Interrupted(interrupted))
 
 
 class Finite(click.FloatRange):
@@ -146,7 +163,7 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
     on standard input (`rldoctor check --from - < pasted.txt`); the report's first lines
     say what that input let it judge.
     """
-    try:
+    with one_line(interrupted="interrupted: probes stopped and removed, no report written"):
         from rldoctor.commands._options import check_params, codes
         from rldoctor.commands.check import parse_duration, run
 
@@ -154,10 +171,6 @@ def check(address, from_file, only, skip, fmt, output, fail_on, timeout, check_t
                    check_timeout, check_params(settings, zone_label), targets=targets, runs=runs,
                    ignores=ignores, config=config,
                    since_s=parse_duration(since, "--since") if since else None, verbose=verbose)
-    except RldoctorError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        _fail(Interrupted("interrupted: probes stopped and removed, no report written"))
     _exit(code)
 
 
@@ -204,7 +217,8 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
     what `check --from` the bundle prints: the team's rldoctor.toml (or --config) and
     --ignore mute the same findings.
     """
-    try:
+    with one_line(interrupted="interrupted: probes stopped and removed, no "
+                  + ("bundle" if bundle else "snapshot") + " written"):
         from rldoctor.commands.collect import (check_choice, collect_bundle_file,
                                                collect_snapshot_file)
 
@@ -224,11 +238,6 @@ def collect(output, bundle, address, from_dir, timeout, force, max_size, obfusca
                                        ignores, config)
         else:
             line = collect_snapshot_file(output, address, timeout)
-    except RldoctorError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        _fail(Interrupted("interrupted: probes stopped and removed, no "
-                          + ("bundle" if bundle else "snapshot") + " written"))
     click.echo(line)
     _exit(0)
 
@@ -265,19 +274,13 @@ def smoke_train(address, env_runners, target_return, time_budget, scaling, plot,
     checkpoint round trip (save, restore, act). Exit 0 when the run passed, 1 when it
     failed, 3 when the cluster cannot be reached.
     """
-    try:
+    # on Ctrl-C the trainer actor, its placement group and a local Ray are gone
+    with one_line(interrupted="interrupted: smoke run stopped and removed, no report written"):
         from rldoctor.commands.smoke_train import smoke_train as run
 
         code = run(address, env_runners, target_return, time_budget, scaling, plot, fmt, output,
                    record, lr, seed)
-    except RldoctorError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:  # the trainer actor, its placement group and a local Ray are gone
-        click.echo("rldoctor: interrupted: smoke run stopped and removed, no report written", err=True)
-        os._exit(130)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # never hang in Ray's exit handlers
+    _exit(code)  # never hang in Ray's exit handlers
 
 
 @main.command()
@@ -321,14 +324,12 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
     short Ray job, and SIGTERM or Ctrl-C stop and delete the round's job. Alert rules:
     alerts/rldoctor.rules.yml.
     """
-    try:
+    with one_line():
         from rldoctor.commands._options import codes
         from rldoctor.commands.watch import watch as run
 
         code = run(address, interval, metrics_port, metrics_host, log_path, codes(only),
                    codes(skip), settings, timeout, check_timeout, ignores, config)
-    except RldoctorError as exc:
-        _fail(exc)
     _exit(code)
 
 
@@ -354,13 +355,11 @@ def lint(paths, fmt, fail_on, diff, fix, only, ignores, config):
     imported or run (RLD801-RLD803). Exit 0 clean, 1 findings at or above
     --fail-on, 2 usage error, 3 an input could not be linted.
     """
-    try:
+    with one_line():
         from rldoctor.commands._options import codes
         from rldoctor.commands.lint import run_lint
 
         code = run_lint(list(paths), fmt, fail_on, diff, fix, ignores, config, codes(only))
-    except RldoctorError as exc:
-        _fail(exc)
     _exit(code)
 
 
@@ -370,13 +369,10 @@ def lint(paths, fmt, fail_on, diff, fix, only, ignores, config):
               "each with the CODE/RULE that --only, --ignore, rldoctor.toml and explain take.")
 def list_checks(rules_of):
     """List every check with its code, area and where it came from (--rules: their rules)."""
-    try:
+    with one_line():
         from rldoctor.commands.list import list_checks as run, list_rules
 
         table, notes = run() if rules_of is None else list_rules(None if rules_of == "*" else rules_of)
-    except RldoctorError as exc:
-        click.echo(f"rldoctor: {exc}", err=True)
-        sys.exit(exc.exit_code)
     click.echo(table)
     for note in notes:
         click.echo(note, err=True)
@@ -386,11 +382,8 @@ def list_checks(rules_of):
 @click.argument("code")
 def explain(code):
     """Print a check's Symptom, Cause and Fix (CODE/RULE: one rule of it, e.g. RLD801/key-num_workers)."""
-    try:
+    with one_line():
         from rldoctor.commands.explain import explain as run
 
         text = run(code)
-    except RldoctorError as exc:
-        click.echo(f"rldoctor: {exc}", err=True)
-        sys.exit(exc.exit_code)
     click.echo(text)

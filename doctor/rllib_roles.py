@@ -9,7 +9,6 @@ from rldoctor import words
 
 ENV_RUNNER_CLASSES = {"SingleAgentEnvRunner", "MultiAgentEnvRunner", "OfflineSingleAgentEnvRunner",
                       "EnvRunner", "RolloutWorker"}  # RolloutWorker: the old API stack's name
-ALGORITHMS = frozenset(words.ALGORITHMS)  # the one list (rldoctor.words), shared with lint
 
 
 def rllib_role(class_name: str | None) -> str | None:
@@ -19,6 +18,6 @@ def rllib_role(class_name: str | None) -> str | None:
         return "env runner"
     if name.endswith("Learner"):
         return "learner"
-    if name in ALGORITHMS or name.endswith("Algorithm"):
+    if name in words.ALGORITHMS or name.endswith("Algorithm"):
         return "algorithm"
     return None

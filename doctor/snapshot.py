@@ -41,6 +41,15 @@ class Snapshot:
         value = self.data.get(section)
         return default if value is None else value
 
+    def field(self, section: str, *path: str) -> Any:
+        """A value inside a section (`snap.field("cluster", "ray_version")`), None where any step
+        is missing: the one way a check reads past a section's top, instead of a
+        `(snap.get(x) or {}).get(y)` chain."""
+        value: Any = self.data.get(section)
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
     def collector(self, section: str) -> dict[str, Any]:
         """What the collector of `section` reported: status, error, duration_s."""
         return (self.data.get("collectors") or {}).get(section) or {}
@@ -210,8 +219,6 @@ def load(path: str | os.PathLike) -> Snapshot:
     """Read and validate a snapshot file (or an incident bundle); every failure is one line, exit 3.
     A section of the wrong shape is taken out as not collected (rldoctor.snapshot_shape)."""
     origin = str(path)
-    from rldoctor.bundle import reader as bundles
-
     return from_bytes(read_input(path), origin)
 
 
@@ -220,7 +227,10 @@ def from_bytes(data: bytes | None, origin: str) -> Snapshot:
     from rldoctor.bundle import reader as bundles
 
     if data is None or data.startswith(GZIP_MAGIC):
-        return bundles.load(origin, None if data is None else io.BytesIO(data))
+        document, inner, index = bundles.document(origin, None if data is None else io.BytesIO(data))
+        snap = _conformed(document, inner)
+        snap.data["bundle"] = index
+        return snap
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -233,6 +243,11 @@ def from_bytes(data: bytes | None, origin: str) -> Snapshot:
         raise Undiagnosable(
             f"{origin}: not valid JSON ({jsonread.problem(exc)}); the file may be truncated"
         ) from None
+    return _conformed(document, origin)
+
+
+def _conformed(document, origin: str) -> Snapshot:
+    """A v1 snapshot, a section of the wrong shape taken out as not collected."""
     from rldoctor.snapshot_shape import conform
 
     snap = validate(document, origin)

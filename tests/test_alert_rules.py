@@ -4,7 +4,7 @@
 (alerts/rldoctor.rules.test.yml: page after two rounds, ticket for warnings, the
 finding's message in the annotation, resolved when the series goes). The metric names
 the rules use must be ones `rldoctor watch` serves. `make test` installs promtool
-(`make prometheus`).
+(`make system-tools`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from test_watch_units import fixture, scrape, watch_of
 ALERTS = ROOT / "alerts"
 PROMTOOL = shutil.which("promtool")
 
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool missing: run `make prometheus`")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool missing: run `make system-tools`")
 
 
 @needs_promtool

@@ -515,7 +515,7 @@ def test_a_death_the_checks_call_recent_has_its_log_in_the_bundle():
     from datetime import datetime
 
     from rldoctor.cluster import gather
-    from rldoctor.checks.workers import crashes as workers
+    from rldoctor import words
     from rldoctor.checks._rllib import age_hours
 
     doc = json.loads(WORKER_FAULTS.read_text())
@@ -524,7 +524,7 @@ def test_a_death_the_checks_call_recent_has_its_log_in_the_bundle():
     recent = dict(model, worker_id="r" * 56, end_time_ms=taken_ms - 2 * 3600 * 1000)
     old = dict(model, worker_id="o" * 56, end_time_ms=taken_ms - 25 * 3600 * 1000)
     doc["workers"]["dead"] = [recent, old]
-    assert age_hours(recent["end_time_ms"], doc["created_at"]) <= workers.RECENT_HOURS
-    assert age_hours(old["end_time_ms"], doc["created_at"]) > workers.RECENT_HOURS
+    assert age_hours(recent["end_time_ms"], doc["created_at"]) <= words.RECENT_DEATH_H
+    assert age_hours(old["end_time_ms"], doc["created_at"]) > words.RECENT_DEATH_H
     kept = [w["worker_id"] for ws in gather._recent_dead_workers(doc).values() for w in ws]
     assert kept == [recent["worker_id"]]

@@ -55,7 +55,7 @@ def _items(node_id: str, log_bytes: int = 3000):
 
 def _sent(gatherer, doc, max_bytes, capsys):
     from rldoctor.job import bundle as job_bundle
-    from rldoctor.job.main import unframe
+    from rldoctor.job import unframe
 
     job_bundle.send_items(gatherer, doc, max_bytes)
     return unframe(capsys.readouterr().out, job_bundle.ITEMS_BEGIN, job_bundle.ITEMS_END)
@@ -96,7 +96,7 @@ def test_items_over_max_size_cut_the_largest_log_from_the_front(capsys):
 
 def _frames(node_id: str) -> str:
     from rldoctor.job import bundle as job_bundle
-    from rldoctor.job.main import frame
+    from rldoctor.job import frame
 
     doc = json.loads(FIXTURE.read_text())
     items = {"ran": True, "redacted": {"known_values": 3},

@@ -312,6 +312,22 @@ def _sha_of_copy(tree) -> str:
     return proc.stdout.strip()
 
 
+# a check, a report part, a command, the CLI, the watch, the bundle's assembly, the pipeline
+CLIENT_EDITS = ("checks/cluster/nodes.py", "report/overview.py", "commands/check.py", "cli.py",
+                "watch/rounds.py", "bundle/assemble.py", "engine/registry.py", "dashboard/http.py")
+
+
+def test_the_client_edits_name_files_that_exist():
+    """The hash test's client edits land on real modules (a name gone stale guards nothing)."""
+    from rldoctor.dashboard import package
+
+    root = package._source_of("rldoctor").parent
+    for client in CLIENT_EDITS:
+        top, _, rest = client.partition("/")
+        path = root.parent / client if top == "checks" else root / client
+        assert path.is_file(), client
+
+
 def test_the_package_hash_changes_only_with_cluster_side_code(tmp_path):
     """On a copy of the tree: an edit to client modules (a check, a report part, a command,
     the CLI, the watch, the bundle's assembly) leaves the zip's hash, and so the upload,
@@ -327,10 +343,13 @@ def test_the_package_hash_changes_only_with_cluster_side_code(tmp_path):
                     ignore=shutil.ignore_patterns("__pycache__"))
     before = _sha_of_copy(tree)
     assert before == package.build().sha1  # the copy is what is installed
-    for client in ("checks/cluster.py", "report/overview.py", "commands/check.py", "cli.py",
-                   "watch/rounds.py", "bundle/assemble.py", "registry.py", "dashboard/http.py"):
-        with open(tree / "rldoctor" / client, "a") as handle:
-            handle.write("\n# an edit on the client side\n")
+    # code, not a comment (comments never travel): each file must exist, or the edit would
+    # make a new module that nothing imports and test nothing
+    for client in CLIENT_EDITS:
+        path = tree / "rldoctor" / client
+        assert path.is_file(), f"{client} is gone: name a client module that exists"
+        with open(path, "a") as handle:
+            handle.write("\nAN_EDIT_ON_THE_CLIENT_SIDE = 1\n")
     assert _sha_of_copy(tree) == before
     # prose on the cluster side does not travel: a comment or a docstring reworded there (on
     # the same lines, so that the code's line numbers stay) leaves the hash alone too
@@ -406,7 +425,7 @@ def test_shipped_sources_lose_signature_annotations_but_not_a_dataclass_fields()
 
 
 def test_frame_round_trip_among_ray_output():
-    from rldoctor.job.main import frame, unframe
+    from rldoctor.job import frame, unframe
 
     doc = {"schema": "rldoctor.snapshot/v1", "nodes": [{"node_id": "a" * 56}] * 50}
     logs = "(raylet) noise\n" + frame(doc) + "\n(raylet) more noise\n"
@@ -559,7 +578,7 @@ def test_check_reads_the_snapshot_while_the_job_runs_then_stops_and_deletes_it(
         tmp_path, stand_in):
     """The job's driver does not end after printing (it waits for the stop, then wipes its
     log file): the client must take the frame from a RUNNING job, stop it, then delete it."""
-    from rldoctor.job.main import frame
+    from rldoctor.job import frame
 
     doc = json.loads(SNAPSHOT_FIXTURE.read_text())
     server = stand_in(job_status="RUNNING", monitor_done_after=0,
@@ -602,7 +621,7 @@ def test_the_job_prints_a_redacted_snapshot_then_wipes_its_log_on_the_stop(tmp_p
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT,
                                 env=env)
     try:
-        from rldoctor.job.main import END, unframe
+        from rldoctor.job import END, unframe
 
         deadline = time.monotonic() + 30
         while END not in log.read_text() and time.monotonic() < deadline:

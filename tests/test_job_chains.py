@@ -1,4 +1,4 @@
-"""RLD405's chains (checks/_chains.py), the timeline and the report order, on recorded lines.
+"""RLD405's chains (checks/chains.py), the timeline and the report order, on recorded lines.
 
 fixtures/jobs/driver-env-raised.log and runner-env-raised.err are the driver log and the env
 runner's `.err` of a real PPO job (tests/failed_training.py --raise-runner 1, restarts off, Ray
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_rldoctor
-from rldoctor.checks import _chains
+from rldoctor import failure_chains as chains
 from rldoctor.checks.workers.crashes import job_failed, worker_crashes
 from rldoctor.snapshot import Snapshot
 
@@ -80,14 +80,14 @@ def _findings(data, window=None):
 
 
 def test_parse_tracebacks_groups_relayed_worker_lines_and_strips_ray_decorations():
-    tbs = _chains.parse_tracebacks(DRIVER)
+    tbs = chains.parse_tracebacks(DRIVER)
     runner = [tb for tb in tbs if (tb["source"] or {}).get("pid") == 5195]
     driver = [tb for tb in tbs if tb["source"] is None]
     assert runner and driver
     assert driver[-1]["type"] == "ray.exceptions.ActorDiedError"
     assert "actor_id: " + RUNNER_ACTOR in driver[-1]["message"]
     assert any(tb["type"] == "RuntimeError" and not tb["message"] for tb in runner)  # _try_env_step's
-    exc = _chains.user_exception(runner)
+    exc = chains.user_exception(runner)
     assert exc["type"] == "RuntimeError" and exc["message"].startswith("warehouse sensor 7 returned garbage")
     assert exc["frame"] == {"file": "/home/user/project/failed_training.py", "line": 60, "func": "read_sensor"}
     assert "[repeated" not in json.dumps(tbs) and "\x1b" not in json.dumps(tbs)
@@ -202,7 +202,7 @@ def test_timeline_oldest_first_bounded_and_in_the_reports():
     jobs = [_job(f"ok-{i}", "SUCCEEDED", NOW - 5000 + i * 10, job_id=f"{i:08x}") for i in range(60)]
     jobs.append(_job("warehouse-sensor", "FAILED", NOW - 100, driver_log_tail=DRIVER))
     data = _snapshot(jobs, actors=[_runner()], dead=[SYSTEM_EXIT_1], nodes=_nodes(dead=NODE2))
-    events = _chains.timeline_events(data)
+    events = chains.timeline_events(data)
     times = [e["time"] for e in events]
     assert times == sorted(times) and len(events) <= 50 + 10
     kinds = {e["kind"] for e in events}
@@ -285,7 +285,7 @@ def test_a_ray_240_remote_traceback_gives_the_users_exception_not_the_raytaskerr
     as `RayTaskError(RuntimeError): ray::SingleAgentEnvRunner.apply() (pid=3749, ...)`, whose
     remote traceback follows with no "Traceback" line of its own and ends in the user's exception."""
     lines = RAY240_DRIVER.read_text().splitlines()
-    tbs = _chains.parse_tracebacks(lines)
+    tbs = chains.parse_tracebacks(lines)
     header = [tb for tb in tbs if tb["type"] == "ray.exceptions.RayTaskError(RuntimeError)"]
     assert len(header) == 1 and header[0]["source"] is None  # the driver's own
     assert header[0]["message"].startswith("ray::SingleAgentEnvRunner.apply() (pid=3749")
@@ -294,7 +294,7 @@ def test_a_ray_240_remote_traceback_gives_the_users_exception_not_the_raytaskerr
     remote = [tb for tb in tbs if (tb["source"] or {}).get("pid") == 3749]
     assert [tb["type"] for tb in remote] == ["RuntimeError"]
     assert remote[0]["source"] == {"who": "SingleAgentEnvRunner", "pid": 3749, "ip": "127.0.0.12"}
-    exc = _chains.user_exception(tbs)
+    exc = chains.user_exception(tbs)
     assert exc["type"] == "RuntimeError"
     assert exc["message"] == "warehouse sensor 7 returned garbage: b'\\xff\\x00' at step 51"
     assert exc["frame"] == {"file": "/work/wt/f32b/tests/ppo_job.py", "line": 78, "func": "read_the_sensor"}
@@ -324,13 +324,13 @@ def test_a_remote_task_traceback_of_a_plain_task_and_a_cut_one():
              "    return table[key]",
              "           ~~~~~^^^^^",
              "KeyError: 'sensor-7'"]
-    tbs = _chains.parse_tracebacks(lines)
+    tbs = chains.parse_tracebacks(lines)
     assert [(tb["type"], (tb["source"] or {}).get("who")) for tb in tbs] == [
         ("ray.exceptions.RayTaskError(KeyError)", None), ("KeyError", "fetch")]
-    exc = _chains.user_exception(tbs)
-    assert (exc["type"], exc["message"], _chains.frame_text(exc["frame"])) == (
+    exc = chains.user_exception(tbs)
+    assert (exc["type"], exc["message"], chains.frame_text(exc["frame"])) == (
         "KeyError", "'sensor-7'", "/home/user/project/data.py:31 in fetch")
-    cut = _chains.user_exception(_chains.parse_tracebacks(lines[:4]))
+    cut = chains.user_exception(chains.parse_tracebacks(lines[:4]))
     assert cut["type"] == "KeyError" and cut["frame"]["line"] == 12
 
 
@@ -339,9 +339,9 @@ def test_the_finding_names_the_jobs_command_from_its_script_on():
                      actors=[_runner()], dead=[SYSTEM_EXIT_1])
     [f] = _findings(data)
     assert f.message.startswith("job warehouse-sensor (train.py --name warehouse-sensor) failed at ")
-    assert _chains.short_entrypoint("/opt/venv/bin/python3.11 /home/u/p/train.py --lr 1") == "train.py --lr 1"
-    assert _chains.short_entrypoint("bash run.sh") == "bash run.sh"
-    assert len(_chains.short_entrypoint("python t.py " + "x" * 200)) <= 84
+    assert chains.short_entrypoint("/opt/venv/bin/python3.11 /home/u/p/train.py --lr 1") == "train.py --lr 1"
+    assert chains.short_entrypoint("bash run.sh") == "bash run.sh"
+    assert len(chains.short_entrypoint("python t.py " + "x" * 200)) <= 84
     data["jobs"]["jobs"][0]["entrypoint"] = None
     [g] = _findings(data)
     assert g.message.startswith("job warehouse-sensor failed at ")

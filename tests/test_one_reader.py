@@ -2,10 +2,10 @@
 
 The jobs section, the runtime_envs section, the actors' ended jobs, the trainings and the
 bundle's gatherer take their jobs from rldoctor.cluster.job_table (one read per snapshot,
-shared); every node address, port, label and resource comes from the nodes section
-(rldoctor.cluster.nodes, the one caller of `ray.nodes()`). The scan is of the source: a call
-that names one of Ray's readers of a table, in any module of doctor/ or checks/ but its one
-reader, fails here. Then the job table's sharing and its rows, on Ray's own JobState.
+shared); every node address, port, label, resource and start or end time comes from
+rldoctor.cluster.nodes (the one caller of `ray.nodes()` and of the state API's `list_nodes`).
+The scan is of the source: a call that names one of Ray's readers of a table, in any module
+of doctor/ or checks/ but its one reader, fails here. Then the job table's sharing and its rows, on Ray's own JobState.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # the fact: (the names that read it, the one module that may)
 READERS = {
     "jobs": ({"list_jobs", "get_all_job_info", "job_table"}, "doctor/cluster/job_table.py"),
-    "nodes": ({"nodes", "node_table_without_driver", "get_all_node_info", "node_table"},
+    "nodes": ({"nodes", "node_table_without_driver", "get_all_node_info", "node_table",
+               "list_nodes"},
               "doctor/cluster/nodes.py"),
 }
 # where a reader is defined, not called: Ray's private call wrapped for the nodes module
@@ -76,13 +77,17 @@ def test_the_scan_finds_a_second_reader(tmp_path):
                                     "def f(pool, snap):\n    pool.submit(list_jobs, limit=3)\n"
                                     "    snap.nodes()\n    return [n for n in ray.nodes()]\n"),
         "checks/x.py": "def g(state):\n    return state.node_table()\n",
+        # the state API's node list is the node table too (a dead node's start and end times)
+        "doctor/cluster/jobs.py": ("from ray.util.state import list_nodes\n\n"
+                                   "def times(read):\n    return read('jobs', list_nodes, limit=9)\n"),
     }
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     assert readers_outside(tmp_path) == {
         "jobs": ["doctor/cluster/other.py:5 list_jobs"],
-        "nodes": ["doctor/cluster/other.py:7 nodes", "checks/x.py:2 node_table"]}
+        "nodes": ["doctor/cluster/jobs.py:4 list_nodes", "doctor/cluster/other.py:7 nodes",
+                  "checks/x.py:2 node_table"]}
 
 
 def _job_state(**fields):

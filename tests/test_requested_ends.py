@@ -15,7 +15,7 @@ import copy
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks import _chains, _exits
+from rldoctor import failure_chains as chains, worker_exits as exits
 from rldoctor.checks.workers.crashes import oom_kills, worker_crashes
 from rldoctor.inputs.logdir import read_logs
 from rldoctor.snapshot import Snapshot, validate
@@ -68,11 +68,11 @@ def test_a_driver_is_no_crash_even_where_it_is_typed_as_a_worker():
 
 
 def test_the_driver_exits_are_in_the_timeline_with_why_they_are_no_crash():
-    events = [e for e in _chains.timeline_events(ENDED_WELL) if e["kind"] == "worker_ended"]
+    events = [e for e in chains.timeline_events(ENDED_WELL) if e["kind"] == "worker_ended"]
     assert len(events) == 3, events
     assert all("ended, no crash: a driver's end" in e["message"] for e in events)
     assert "the driver of job 01000000 (pid 14805)" in events[0]["message"]
-    assert not [e for e in _chains.timeline_events(ENDED_WELL) if e["kind"] == "worker_dead"]
+    assert not [e for e in chains.timeline_events(ENDED_WELL) if e["kind"] == "worker_dead"]
 
 
 @pytest.mark.parametrize("sid", ["stopme", "ok"])
@@ -83,7 +83,7 @@ def test_the_workers_ray_ends_with_a_stopped_or_finished_job_are_no_crash(sid):
     data["workers"]["dead"].append(worker(4243, HEAD, ended["end_time"] + 1, EOF_DETAIL,
                                           job_id=ended["job_id"]))  # SIGKILL after the grace
     assert crashes(data) == []
-    kinds = {e["message"].split(" on node")[0]: e["kind"] for e in _chains.timeline_events(data)}
+    kinds = {e["message"].split(" on node")[0]: e["kind"] for e in chains.timeline_events(data)}
     assert kinds["worker pid 4242"] == "worker_ended"
 
 
@@ -155,7 +155,7 @@ def test_rldoctors_own_probe_workers_are_no_crash_from_logs_too():
     data["workers"]["dead"].append(worker(probe["pid"], probe["node_id"], 1, EOF_DETAIL))
     other = dict(worker(4247, probe["node_id"], 1, EOF_DETAIL), job_id=probe["job_id"])
     data["workers"]["dead"].append(other)  # any worker of one of rldoctor's own runs
-    assert _exits.Ends(data).asked_for(other) == "one of rldoctor's own workers"
+    assert exits.Ends(data).asked_for(other) == "one of rldoctor's own workers"
     assert crashes(data) == []
 
 
@@ -168,7 +168,7 @@ def test_the_workers_of_a_failed_job_that_died_with_it_are_its_chain_not_rld403(
                   job_id=root["job_id"])
     data["workers"]["dead"] += [after, before]
     snap = validate(data, "env-raises")
-    claimed = _chains.claimed_workers(snap.data)
+    claimed = chains.claimed_workers(snap.data)
     assert (root["node_id"], root["pid"]) in claimed and (after["node_id"], 5001) in claimed
     assert (before["node_id"], 5002) not in claimed
     [finding] = crashes(snap.data)

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, run_rldoctor
+from rldoctor import words
 from rldoctor.cluster import smoke
 from rldoctor.errors import Undiagnosable, UsageError
 from rldoctor.engine.registry import load_registry
@@ -78,9 +79,9 @@ def test_plan_cpus_fits_learner_and_runners_on_one_cpu_nodes():
 
 
 def test_percentile_and_mean():
-    assert smoke.percentile([1, 2, 3, 4, 5], 50) == 3
-    assert math.isclose(smoke.percentile(list(range(1, 101)), 95), 95.05)
-    assert smoke.percentile([None], 95) is None
+    assert words.percentile([1, 2, 3, 4, 5], 50) == 3
+    assert math.isclose(words.percentile(list(range(1, 101)), 95), 95.05)
+    assert words.percentile([None], 95) is None
     assert smoke.mean([1, None, 3]) == 2
 
 

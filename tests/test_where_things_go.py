@@ -64,9 +64,8 @@ def _is_node_side(folder: Path) -> bool:
 
 
 def _pipeline_sources() -> list[str]:
-    """The diagnosis pipeline: rldoctor.diagnose, or the engine package that replaces it."""
-    files = [ROOT / "doctor" / "diagnose.py", *sorted((ROOT / "doctor" / "engine").glob("*.py"))]
-    return [p.read_text() for p in files if p.is_file()]
+    """The diagnosis pipeline: the engine package."""
+    return [p.read_text() for p in sorted((ROOT / "doctor" / "engine").glob("*.py"))]
 
 
 def _is_report_section(folder: Path) -> bool:

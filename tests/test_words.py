@@ -11,7 +11,8 @@ import pytest
 
 from rldoctor import words
 from rldoctor.cluster import network as collect_network
-from rldoctor.cluster import smoke
+
+ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = Path(words.__file__)
 
@@ -105,7 +106,6 @@ def test_percentile_refuses_a_q_off_the_0_to_100_scale(q):
 def test_the_collector_and_smoke_train_share_the_percentile():
     """The network collector's p95 and smoke-train's iteration p95 are one function."""
     assert not hasattr(collect_network, "_percentile")
-    assert smoke.percentile is words.percentile
     assert collect_network.percentile is words.percentile
 
 
@@ -137,28 +137,60 @@ def test_token_auth_constant_is_the_dashboards_and_the_checks():
     assert security._old_ray({"ray_version": "weird"}) is None
 
 
-def test_shared_constants_have_one_home():
-    from rldoctor.cluster import gather, stack_targets
-    from rldoctor.checks import _rllib
-    from rldoctor.checks.network import links as network
-    from rldoctor.checks.workers import crashes as workers
-    from rldoctor.lint.rules import _rllib_api_usage
-    from rldoctor.cluster import training as collect_training
-    from rldoctor.report import overview, training as report_training
+def aliases(root: Path) -> list[str]:
+    """Module-level names that are only a second name for another rldoctor module's value
+    (`X = words.X`, `x = imported_x`, `X = frozenset(words.X)`): "path:line NAME = value"."""
+    found = []
+    for path in sorted((root / "doctor").rglob("*.py")) + sorted((root / "checks").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("rldoctor")):
+                imported |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.Import):
+                imported |= {(a.asname or a.name).split(".")[0] for a in node.names
+                             if a.name.startswith("rldoctor")}
+        for node in tree.body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and len(value.args) == 1 \
+                    and value.func.id in ("frozenset", "tuple", "set", "list", "dict"):
+                value = value.args[0]
+            while isinstance(value, ast.Attribute):
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in imported:
+                found.append(f"{path.relative_to(root).as_posix()}:{node.lineno} "
+                             f"{node.targets[0].id} = {ast.unparse(node.value)}")
+    return found
 
-    assert network.ZONE_LABEL is words.ZONE_LABEL and overview.DEFAULT_ZONE_LABEL is words.ZONE_LABEL
-    assert set(_rllib.ALGORITHMS) == set(words.ALGORITHMS) and _rllib_api_usage.ALGORITHMS is words.ALGORITHMS
-    for module in (collect_training, report_training, stack_targets):
-        assert module.LONG_CALL_S == words.LONG_CALL_S
+
+def test_shared_constants_have_one_home_and_one_name():
+    """A shared value is read under its own name (words.LONG_CALL_S), never re-exported under a
+    second one: a grep finds every reader."""
+    assert aliases(ROOT) == []
     # "A recent death": one window for RLD402/RLD403 and for the logs the bundle keeps.
-    assert workers.RECENT_HOURS * 3600 == gather.RECENT_DEATH_S == words.RECENT_DEATH_S == 24 * 3600
+    assert words.RECENT_DEATH_H * 3600 == words.RECENT_DEATH_S == 24 * 3600
+
+
+def test_the_alias_scan_finds_a_second_name(tmp_path):
+    (tmp_path / "doctor").mkdir()
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "doctor" / "a.py").write_text(
+        "import re\nfrom rldoctor import words\nfrom rldoctor.words import first_line, ZONE\n"
+        "LONG = words.LONG_CALL_S\nerror_line = first_line\nALGOS = frozenset(words.ALGORITHMS)\n"
+        "_X = re.compile('x')\n_I = re.IGNORECASE\nOWN = 3\nTWICE = OWN\n")
+    (tmp_path / "checks" / "b.py").write_text("from rldoctor.words import ZONE\nDEFAULT = ZONE\n")
+    assert aliases(tmp_path) == [
+        "doctor/a.py:4 LONG = words.LONG_CALL_S", "doctor/a.py:5 error_line = first_line",
+        "doctor/a.py:6 ALGOS = frozenset(words.ALGORITHMS)", "checks/b.py:2 DEFAULT = ZONE"]
 
 
 def test_the_result_row_vocabulary_covers_what_both_readers_keep():
     """The names a result row's point has (the results-file reader's) and where each comes from."""
     from rldoctor.inputs import runs
 
-    assert runs.LEARNER_HEALTH is words.LEARNER_HEALTH
     point = runs.point_of({"training_iteration": 3, "time_total_s": 9.0, "time_this_iter_s": 3.0,
                            "env_runners": {"episode_return_mean": float("nan"), "num_episodes": 4},
                            "fault_tolerance": {"num_healthy_workers": 2}})

@@ -1,1 +1,3 @@
-"""Checks of the cluster area (RLD1xx): nodes (membership, versions, scheduling), the control plane, node limits."""
+"""Checks of the cluster area (RLD1xx): nodes.py (membership, versions, scheduling: RLD101-103,
+105), control_plane.py (RLD104), limits.py (workers that cannot start, open files: RLD106-107),
+autoscaler.py (scale-up blocked, nodes removed under a training: RLD108-109)."""

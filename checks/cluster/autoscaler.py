@@ -119,73 +119,92 @@ def scale_up_blocked(snap, params):
     """
     scaler = snap["autoscaler"]
     now = scaling.snapshot_time(snap)
-    groups: dict[tuple, dict] = {}
-    for demand in waiting_demands(snap):
-        verdict = scaling.judge(snap, demand["shapes"], demand["strategy"])
-        if demand["kind"] == "request_resources":
-            continue  # judged below, with what it keeps up
-        if verdict.cause not in _SEVERITY:
-            continue
-        key = (verdict.cause, tuple(verdict.node_types) if verdict.cause != scaling.NO_TYPE_FITS else ())
-        group = groups.setdefault(key, {"verdict": verdict, "demands": [], "details": []})
-        group["demands"].append(demand)
-        group["details"].append(verdict.detail)
-    for (cause, types), group in sorted(groups.items()):
+    for (cause, _types), group in sorted(_blocked_groups(snap).items()):
         verdict = group["verdict"]
         labels = "; ".join(d["label"] + (f": {detail}" if cause == scaling.NO_TYPE_FITS else "")
                            for d, detail in zip(group["demands"], group["details"]))
         evidence = {"cause": cause, "node_types": list(verdict.node_types),
                     "demands": [{k: v for k, v in d.items() if k != "label"} for d in group["demands"]],
                     **verdict.evidence, "autoscaler": scaler.get("version")}
-        if cause == scaling.NO_TYPE_FITS:
-            message = (f"{labels}; node types: {', '.join(verdict.node_types)}: {_WHAT[cause]}, "
-                       "it waits forever")
-            subject = "autoscaler"
-        elif cause == scaling.LAUNCH_FAILS:
-            parts = []
-            for f in verdict.evidence.get("failures") or []:
-                count = f.get("count")
-                parts.append(f"{f['node_type']}: \"{f.get('reason') or 'no reason recorded'}\""
-                             + (f", {count} time(s)" if count else "")
-                             + (f" {_when(f.get('since'), now)}" if f.get("since") else ""))
-            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
-            subject = f"node_type:{verdict.node_types[0]}"
-        elif cause == scaling.NEVER_JOINS:
-            parts = []
-            for name, ghost in (verdict.evidence.get("never_joined") or {}).items():
-                bits = [f"{ghost.get('count')} launched, not in the cluster"] if ghost.get("count") else []
-                if ghost.get("waited_s") is not None:
-                    bits.append(f"for {ghost['waited_s']:.0f} s")
-                if ghost.get("removed_for_no_contact"):
-                    bits.append(f"{ghost['removed_for_no_contact']} removed by the autoscaler "
-                                "for \"lost contact with raylet\" (and launched again)")
-                if ghost.get("details"):
-                    bits.append(f"the autoscaler says: {ghost['details']}")
-                parts.append(f"{name}: {', '.join(bits)}")
-            message = f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
-            subject = f"node_type:{verdict.node_types[0]}"
-        elif cause == scaling.AT_MAX:
-            message = f"{labels} wait(s) and {_WHAT[cause]}: {verdict.detail}"
-            subject = f"node_type:{verdict.node_types[0]}" if len(verdict.node_types) == 1 else "autoscaler"
-        else:
-            message = f"{labels} wait(s) and {_WHAT[cause]}: nothing will add a node for it"
-            subject = "autoscaler"
+        subject, message = _BLOCKED_SAYS.get(cause, _blocked_otherwise)(labels, cause, verdict, now)
         yield _SEVERITY[cause](subject, message, evidence, _FIXES[cause])
     for demand in waiting_demands(snap):
-        if demand["kind"] != "request_resources":
-            continue
-        verdict = scaling.judge(snap, demand["shapes"])
-        evidence = {"cause": "request-resources", "constraint": demand, "verdict": verdict.cause,
-                    "node_types": verdict.node_types, "source": demand.get("source")}
-        if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
-                             scaling.AT_MAX):
-            yield warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
-                       f"never come: {verdict.detail} ({demand.get('source') or 'request_resources'})",
-                       evidence, _REQUEST_FIX)
-        elif verdict.cause != scaling.NO_AUTOSCALER:
-            yield info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
-                       f"nodes up for it even when they are idle, until it is cleared "
-                       f"({demand.get('source') or 'request_resources'})", evidence, _REQUEST_FIX)
+        if demand["kind"] == "request_resources":
+            found = _request_in_force(snap, demand)
+            if found:
+                yield found
+
+
+def _blocked_groups(snap) -> dict[tuple, dict]:
+    """The waiting demands (request_resources() aside) by cause and node types."""
+    groups: dict[tuple, dict] = {}
+    for demand in waiting_demands(snap):
+        verdict = scaling.judge(snap, demand["shapes"], demand["strategy"])
+        if demand["kind"] == "request_resources" or verdict.cause not in _SEVERITY:
+            continue  # request_resources() is judged with what it keeps up
+        key = (verdict.cause, tuple(verdict.node_types) if verdict.cause != scaling.NO_TYPE_FITS else ())
+        group = groups.setdefault(key, {"verdict": verdict, "demands": [], "details": []})
+        group["demands"].append(demand)
+        group["details"].append(verdict.detail)
+    return groups
+
+
+def _no_type_fits(labels, cause, verdict, now):
+    return "autoscaler", (f"{labels}; node types: {', '.join(verdict.node_types)}: {_WHAT[cause]}, "
+                          "it waits forever")
+
+
+def _launch_fails(labels, cause, verdict, now):
+    parts = [f"{f['node_type']}: \"{f.get('reason') or 'no reason recorded'}\""
+             + (f", {f['count']} time(s)" if f.get("count") else "")
+             + (f" {_when(f.get('since'), now)}" if f.get("since") else "")
+             for f in verdict.evidence.get("failures") or []]
+    return f"node_type:{verdict.node_types[0]}", f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+
+
+def _never_joins(labels, cause, verdict, now):
+    parts = []
+    for name, ghost in (verdict.evidence.get("never_joined") or {}).items():
+        bits = [f"{ghost.get('count')} launched, not in the cluster"] if ghost.get("count") else []
+        if ghost.get("waited_s") is not None:
+            bits.append(f"for {ghost['waited_s']:.0f} s")
+        if ghost.get("removed_for_no_contact"):
+            bits.append(f"{ghost['removed_for_no_contact']} removed by the autoscaler "
+                        "for \"lost contact with raylet\" (and launched again)")
+        if ghost.get("details"):
+            bits.append(f"the autoscaler says: {ghost['details']}")
+        parts.append(f"{name}: {', '.join(bits)}")
+    return f"node_type:{verdict.node_types[0]}", f"{labels} wait(s): {_WHAT[cause]}: {'; '.join(parts)}"
+
+
+def _at_max(labels, cause, verdict, now):
+    return (f"node_type:{verdict.node_types[0]}" if len(verdict.node_types) == 1 else "autoscaler",
+            f"{labels} wait(s) and {_WHAT[cause]}: {verdict.detail}")
+
+
+def _blocked_otherwise(labels, cause, verdict, now):
+    return "autoscaler", f"{labels} wait(s) and {_WHAT[cause]}: nothing will add a node for it"
+
+
+_BLOCKED_SAYS = {scaling.NO_TYPE_FITS: _no_type_fits, scaling.LAUNCH_FAILS: _launch_fails,
+                 scaling.NEVER_JOINS: _never_joins, scaling.AT_MAX: _at_max}
+
+
+def _request_in_force(snap, demand):
+    """A request_resources() in force: nodes that never come (warn), or nodes kept up (info)."""
+    verdict = scaling.judge(snap, demand["shapes"])
+    evidence = {"cause": "request-resources", "constraint": demand, "verdict": verdict.cause,
+                "node_types": verdict.node_types, "source": demand.get("source")}
+    source = demand.get("source") or "request_resources"
+    if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
+                         scaling.AT_MAX):
+        return warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
+                    f"never come: {verdict.detail} ({source})", evidence, _REQUEST_FIX)
+    if verdict.cause != scaling.NO_AUTOSCALER:
+        return info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
+                    f"nodes up for it even when they are idle, until it is cleared ({source})",
+                    evidence, _REQUEST_FIX)
+    return None
 
 
 _REMOVED_FIX = (
@@ -203,7 +222,7 @@ _REMOVAL_REASONS = {"AUTOSCALER_DRAIN_IDLE": "terminated by the autoscaler as id
 def _training_actors(snap) -> list[tuple[dict, dict]]:
     """(training, member) for every env runner, learner and algorithm actor of a training."""
     out = []
-    for training in ((snap.get("training") or {}).get("trainings") or []):
+    for training in (snap.field("training", "trainings") or []):
         members = (training.get("runners") or []) + (training.get("learners") or [])
         if training.get("algorithm_actor"):
             members.append(training["algorithm_actor"])
@@ -253,14 +272,39 @@ def nodes_removed_under_training(snap, params):
         a pause of the training longer than the idle timeout removes.
     """
     scaler = snap["autoscaler"]
+    why, dead = _removed_nodes(snap, scaler)
+    members = _training_actors(snap)
+    for node_id, lost in sorted(_lost_with(snap, dead, members).items()):
+        yield _removed_finding(dead[node_id], why[node_id], lost, scaler)
+    if not scaler.get("running"):
+        return
+    early = list(_idle_by_resources(snap, scaler, members))
+    yield from early
+    yield from _idle_now(scaler, members, {f.subject for f in early})
+
+
+# RLD109's words: a node removed under a training, and (before it happens) one counted idle
+_REMOVED = ("node {short} ({ip}) was {why} while a training ran there: {what} lost with it "
+            "({classes}); {took}{ray_says}")
+_IDLE_NOW = ("{training}'s {count} actor(s) ({classes}) run on node {short} ({ip}, type {type}), "
+             "which the autoscaler counts idle for {idle:.0f} s{timeout}")
+_OF_TIMEOUT = " of its {timeout:.0f} s idle timeout: it will be removed with them"
+
+
+def _removed_nodes(snap, scaler) -> tuple[dict, dict]:
+    """({node id: why it was removed}, {node id: its dead node}): the GCS's reason, else v1's
+    monitor.log (v1 drains without a reason)."""
     why = {n["node_id"]: _REMOVAL_REASONS[n["death_reason"]] for n in snap.nodes
            if not n.get("alive") and n.get("death_reason") in _REMOVAL_REASONS}
-    for ended in scaler.get("terminated_nodes") or []:  # v1 drains without a reason: its log has it
+    for ended in scaler.get("terminated_nodes") or []:
         if ended.get("node_id") and ended["node_id"] not in why:
             why[ended["node_id"]] = ("terminated by the autoscaler as idle" if ended.get("reason") == "idle"
                                      else f"terminated by the autoscaler ({ended.get('reason')})")
-    dead = {n["node_id"]: n for n in snap.nodes if n["node_id"] in why and not n.get("alive")}
-    members = _training_actors(snap)
+    return why, {n["node_id"]: n for n in snap.nodes if n["node_id"] in why and not n.get("alive")}
+
+
+def _lost_with(snap, dead, members) -> dict[str, list]:
+    """{removed node id: [(training, actor)]} of the RLlib actors lost with each node."""
     by_node: dict[str, list] = {}
     for training, member in members:
         if member and member.get("node_id") in dead:
@@ -268,7 +312,7 @@ def nodes_removed_under_training(snap, params):
     # Actors whose death cause names a removed node (the training section keeps the current
     # node only; a restarted actor's old node is in its death cause).
     # An actor whose owner (the algorithm, a driver loop) ran there dies with it, wherever it ran.
-    for actor in ((snap.get("actors") or {}).get("items") or []):
+    for actor in (snap.field("actors", "items") or []):
         message = ((actor.get("death_cause") or {}).get("message") or "")
         for node_id, node in dead.items():
             owner_there = "Owner's node" in message and f"Owner Ip address: {node.get('ip')} " in message
@@ -284,42 +328,41 @@ def nodes_removed_under_training(snap, params):
                 if ((runner.get("death_cause") or {}).get("reason") in ("OWNER_DIED", "REF_DELETED")
                         and not any(m.get("actor_id") == runner.get("actor_id") for _, m in lost)):
                     lost.append((training, runner))
-    for node_id, lost in sorted(by_node.items()):
-        node = dead[node_id]
-        reason = node.get("death_reason")
-        trainings = {t.get("id"): t for t, _ in lost if t}
-        runners = [m for _, m in lost if m.get("role") == "env runner"]
-        others = [m for _, m in lost if m.get("role") != "env runner"]
-        took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
-                         for tid, t in trainings.items()) or "no training of it is running now"
-        what = f"{len(runners)} env runner(s)" + (f" and {len(others)} other RLlib actor(s)" if others else "")
-        severity = fail if any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values()) else warn
-        yield severity(
-            f"node:{node_id}",
-            f"node {node_id[:12]} ({node.get('ip')}) was {why[node_id]} while a "
-            f"training ran there: {what} lost with it "
-            f"({', '.join(sorted({m.get('class_name') or '?' for _, m in lost}))}); {took}"
-            + (f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
-            {"node_id": node_id, "ip": node.get("ip"), "death_reason": reason, "removed": why[node_id],
-             "death_message": node.get("death_message"),
-             "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
-                      for _, m in lost],
-             "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
-            _REMOVED_FIX)
-    if not scaler.get("running"):
-        return
-    early = list(_idle_by_resources(snap, scaler, members))
-    yield from early
-    warned = {f.subject for f in early}
-    # Before it happens: training actors on a node the autoscaler counts idle.
-    timeout_s = None
+    return by_node
+
+
+def _removed_finding(node, why, lost, scaler):
+    node_id = node["node_id"]
+    trainings = {t.get("id"): t for t, _ in lost if t}
+    runners = [m for _, m in lost if m.get("role") == "env runner"]
+    others = [m for _, m in lost if m.get("role") != "env runner"]
+    took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
+                     for tid, t in trainings.items()) or "no training of it is running now"
+    failed = any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values())
+    return (fail if failed else warn)(
+        f"node:{node_id}",
+        _REMOVED.format(short=node_id[:12], ip=node.get("ip"), why=why, took=took,
+                        what=f"{len(runners)} env runner(s)"
+                        + (f" and {len(others)} other RLlib actor(s)" if others else ""),
+                        classes=", ".join(sorted({m.get("class_name") or "?" for _, m in lost})),
+                        ray_says=f"; Ray says: {node.get('death_message')}" if node.get("death_message") else ""),
+        {"node_id": node_id, "ip": node.get("ip"), "death_reason": node.get("death_reason"),
+         "removed": why, "death_message": node.get("death_message"),
+         "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
+                  for _, m in lost],
+         "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
+        _REMOVED_FIX)
+
+
+def _idle_now(scaler, members, warned):
+    """Before it happens: training actors on a node the autoscaler counts idle."""
     config = scaler.get("config") or {}
-    if config.get("idle_timeout_minutes") is not None:
-        timeout_s = float(config["idle_timeout_minutes"]) * 60
+    timeout_s = (float(config["idle_timeout_minutes"]) * 60
+                 if config.get("idle_timeout_minutes") is not None else None)
     idle = {s["node_id"]: s for s in scaler.get("idle_nodes") or [] if s.get("node_id")}
     seen = set()
     for training, member in members:
-        node_id = (member or {}).get("node_id")
+        node_id = member.get("node_id") if member else None
         if node_id not in idle or member.get("state") != "ALIVE" or (training.get("id"), node_id) in seen \
                 or f"node:{node_id}" in warned:
             continue
@@ -328,12 +371,11 @@ def nodes_removed_under_training(snap, params):
         on_node = [m for t, m in members if t is training and m and m.get("node_id") == node_id]
         yield warn(
             f"node:{node_id}",
-            f"{training.get('subject')}'s {len(on_node)} actor(s) "
-            f"({', '.join(sorted({m.get('class_name') or '?' for m in on_node}))}) run on node "
-            f"{node_id[:12]} ({state.get('ip')}, type {state.get('node_type') or '?'}), which the "
-            f"autoscaler counts idle for {state.get('idle_s', 0):.0f} s"
-            + (f" of its {timeout_s:.0f} s idle timeout: it will be removed with them"
-               if timeout_s is not None else ""),
+            _IDLE_NOW.format(training=training.get("subject"), count=len(on_node), short=node_id[:12],
+                             classes=", ".join(sorted({m.get("class_name") or "?" for m in on_node})),
+                             ip=state.get("ip"), type=state.get("node_type") or "?",
+                             idle=state.get("idle_s", 0),
+                             timeout=_OF_TIMEOUT.format(timeout=timeout_s) if timeout_s is not None else ""),
             {"node_id": node_id, "idle_s": state.get("idle_s"), "idle_timeout_s": timeout_s,
              "node_type": state.get("node_type"), "activity": state.get("activity"),
              "actors": [m.get("actor_id") for m in on_node]}, _REMOVED_FIX)
@@ -361,7 +403,7 @@ def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
     node whose training actors hold no resource (num_cpus_per_env_runner=0) while nothing else
     does is used only while objects sit in its object store, so it is idle whenever the training
     pauses, and removed when a pause outlasts the idle timeout."""
-    version = (snap.get("cluster") or {}).get("ray_version")
+    version = snap.field("cluster", "ray_version")
     if not counts_idle_by_resources(scaler, version):
         return
     minutes = (scaler.get("config") or {}).get("idle_timeout_minutes")

@@ -59,96 +59,108 @@ def node_dead(snap, params):
         (`restart_failed_env_runners=True`) and checkpoint often (`algo.save_to_path()`).
     """
     for node in snap.nodes:
-        node_id = node["node_id"]
-        subject = f"node:{node_id}"
-        evidence = {"node_id": node_id, "ip": node.get("ip"), "is_head": node.get("is_head"),
+        decided = node_state.of(snap, node)
+        if decided.kind not in _NODE_STATES:
+            continue  # alive, slow (RLD104) or refusing rldoctor's credentials (RLD105)
+        failure = decided.probe_failure or {}
+        if decided.kind != "dead" and explains_silence(snap, node["node_id"], failure.get("kind")):
+            continue  # a port of it is closed to other nodes: RLD204 names which, from where
+        evidence = {"node_id": node["node_id"], "ip": node.get("ip"), "is_head": node.get("is_head"),
                     "labels": {k: v for k, v in (node.get("labels") or {}).items()
                                if k != "ray.io/node-id"}}
-        decided = node_state.of(snap, node)
-        failure = decided.probe_failure or {}
-        if decided.kind == "dead":
-            reason = node.get("death_reason") or "UNSPECIFIED"
-            message = node.get("death_message") or ""
-            severity = _DEATH_SEVERITY.get(reason, fail)
-            what = "head " if node.get("is_head") else ""
-            yield severity(
-                subject,
-                f"{what}{snap.label(node_id)} is dead: {reason}"
-                + (f": {message}" if message else ""),
-                {**evidence, "death_reason": reason, "death_message": message},
-                _NODE_DEAD_FIX.format(node_id=node_id),
-            )
-            continue
-        if decided.kind not in ("silent", "gone", "no_probe"):
-            continue  # alive, slow (RLD104) or refusing rldoctor's credentials (RLD105)
-        if explains_silence(snap, node_id, failure.get("kind")):
-            continue  # a port of it is closed to other nodes: RLD204 names which, from where
-        error = failure.get("error", "")
-        raylet = decided.raylet_error
-        ping = decided.ping or {}
-        if decided.kind == "silent":  # the raylet did not answer a cheap ping
-            waited = ping.get("waited_s")
-            yield fail(
-                subject,
-                f"{snap.label(node_id)} is not answering: its raylet did "
-                f"not answer a ping (GetSystemConfig, answered in milliseconds by a healthy "
-                f"raylet) within {waited or 2:g}s, so its probe, object store and network "
-                "figures were not waited for; the GCS still lists it as alive and marks it "
-                "dead only after its health checks run out (about 15 s by default)",
-                {**evidence, "raylet_ping": ping, "raylet_error": raylet,
+        found = _NODE_STATES[decided.kind](snap, node, decided, failure, evidence)
+        if found:
+            yield found
+
+
+# What RLD101 says of a node in each state node_state decides (rldoctor.node_state): the
+# words once, as data, filled in by the state's own reader below.
+_DEAD = "{what}{label} is dead: {reason}{message}"
+_SILENT = ("{label} is not answering: its raylet did not answer a ping (GetSystemConfig, answered "
+           "in milliseconds by a healthy raylet) within {waited:g}s, so its probe, object store "
+           "and network figures were not waited for; the GCS still lists it as alive and marks it "
+           "dead only after its health checks run out (about 15 s by default)")
+_SILENT_FIX = (
+    "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in the kernel on a "
+    "dying disk or NFS mount, a paused VM or container) or cut off by the network. On the host: "
+    "`ps -o stat,pid,cmd -C raylet` (state T is stopped, D is stuck in the kernel), `dmesg`, and "
+    "the node's `raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or replace "
+    "the node ({dead_fix})")
+_GONE = ("{label} stopped answering: its raylet is unreachable ({raylet}) and its probe failed "
+         "({error}); the GCS still lists it as alive until its health checks run out")
+_NO_PROBE = "{label} is alive in the GCS but did not answer a zero-CPU probe: {error}{answers}"
+_NO_PROBE_FIX = (
+    "The raylet may be dying, overloaded or cut off. Check the host (load, memory, network), "
+    "`ray logs raylet.out --node-id {node_id}`, and run `rldoctor check` again: the GCS marks a "
+    "node dead after its health checks fail (about 15 s by default). A worker port range closed "
+    "to the head (--min-worker-port..--max-worker-port) would be RLD204's: it is tried through a "
+    "task a peer places on the node, which did not answer either.")
+_ANSWERS = "; its raylet answers{took}, so the node is up"
+_NOT_STARTING = (
+    "; its raylet answers{took} but the worker of the probe never ran: the node's worker "
+    "processes do not start. Ray's raylet has not said why yet ({where}); it logs \"have not "
+    "registered within the timeout\" once a worker has waited "
+    "RAY_worker_register_timeout_seconds (60 s by default), and then RLD106 quotes it")
+_NOT_STARTING_FIX = (
+    "Its worker processes hang or die at start, so tasks and actors placed on it wait: see "
+    "`rldoctor explain RLD106` (a sitecustomize or .pth hook, an import from a slow network file "
+    "system, a broken Python environment on that node; `py-spy dump --pid` of its newest "
+    "`default_worker.py`), and run `rldoctor check` again after the register timeout for Ray's "
+    "own line.")
+
+
+def _dead(snap, node, decided, failure, evidence):
+    reason = node.get("death_reason") or "UNSPECIFIED"
+    message = node.get("death_message") or ""
+    return _DEATH_SEVERITY.get(reason, fail)(
+        f"node:{node['node_id']}",
+        _DEAD.format(what="head " if node.get("is_head") else "", label=snap.label(node["node_id"]),
+                     reason=reason, message=f": {message}" if message else ""),
+        {**evidence, "death_reason": reason, "death_message": message},
+        _NODE_DEAD_FIX.format(node_id=node["node_id"]))
+
+
+def _silent(snap, node, decided, failure, evidence):
+    ping = decided.ping or {}
+    return fail(f"node:{node['node_id']}",
+                _SILENT.format(label=snap.label(node["node_id"]), waited=ping.get("waited_s") or 2),
+                {**evidence, "raylet_ping": ping, "raylet_error": decided.raylet_error,
                  "state": "not answering"},
-                "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in "
-                "the kernel on a dying disk or NFS mount, a paused VM or container) or cut "
-                "off by the network. On the host: `ps -o stat,pid,cmd -C raylet` (state T "
-                "is stopped, D is stuck in the kernel), `dmesg`, and the node's "
-                "`raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or "
-                "replace the node (" + _NODE_DEAD_FIX.format(node_id=node_id) + ")")
-        elif decided.kind == "gone":  # two independent paths to the node failed: it is gone
-            yield fail(
-                subject,
-                f"{snap.label(node_id)} stopped answering: its raylet is "
-                f"unreachable ({raylet[:100]}) and its probe failed ({error[:100]}); the "
-                "GCS still lists it as alive until its health checks run out",
-                {**evidence, "probe_error": error, "raylet_error": raylet},
-                _NODE_DEAD_FIX.format(node_id=node_id))
-        else:  # no_probe
-            if set(snap.log_signals(node_id)) & {
-                    "workers_not_registered", "no_available_ports"}:
-                continue  # alive, with Ray's word that its workers do not start: RLD106
-            took = f" (a ping took {ping['ms']:.0f} ms)" if ping.get("ms") is not None else ""
-            answers = f"; its raylet answers{took}, so the node is up" if took else ""
-            fix = ("The raylet may be dying, overloaded or cut off. Check the host (load, "
-                   "memory, network), `ray logs raylet.out --node-id " + node_id + "`, and run "
-                   "`rldoctor check` again: the GCS marks a node dead after its health checks "
-                   "fail (about 15 s by default). A worker port range closed to the head "
-                   "(--min-worker-port..--max-worker-port) would be RLD204's: it is tried "
-                   "through a task a peer places on the node, which did not answer either.")
-            starts = failure.get("kind") == "timeout" and failure.get("raylet") == "answers"
-            if starts:
-                fix = ("Its worker processes hang or die at start, so tasks and actors placed "
-                       "on it wait: see `rldoctor explain RLD106` (a sitecustomize or .pth hook, "
-                       "an import from a slow network file system, a broken Python environment "
-                       "on that node; `py-spy dump --pid` of its newest `default_worker.py`), "
-                       "and run `rldoctor check` again after the register timeout for Ray's "
-                       "own line.")
-                read = failure.get("ray_logs") or {}
-                where = (f"read: {', '.join(read.get('files') or []) or 'no raylet log'}"
-                         if "error" not in read else
-                         f"its raylet log could not be read: {read['error'][:120]}")
-                answers = (f"; its raylet answers{took} but the worker of the probe never ran: "
-                           "the node's worker processes do not start. Ray's raylet has not "
-                           f"said why yet ({where}); it logs \"have not registered within the "
-                           "timeout\" once a worker has waited RAY_worker_register_timeout_seconds "
-                           "(60 s by default), and then RLD106 quotes it")
-            yield warn(
-                subject,
-                f"{snap.label(node_id)} is alive in the GCS but did not "
-                f"answer a zero-CPU probe: {error[:160]}{answers}",
+                _SILENT_FIX.format(dead_fix=_NODE_DEAD_FIX.format(node_id=node["node_id"])))
+
+
+def _gone(snap, node, decided, failure, evidence):
+    """Two independent paths to the node failed: it is gone."""
+    error = failure.get("error", "")
+    return fail(f"node:{node['node_id']}",
+                _GONE.format(label=snap.label(node["node_id"]), raylet=decided.raylet_error[:100],
+                             error=error[:100]),
+                {**evidence, "probe_error": error, "raylet_error": decided.raylet_error},
+                _NODE_DEAD_FIX.format(node_id=node["node_id"]))
+
+
+def _no_probe(snap, node, decided, failure, evidence):
+    node_id = node["node_id"]
+    if set(snap.log_signals(node_id)) & {"workers_not_registered", "no_available_ports"}:
+        return None  # alive, with Ray's word that its workers do not start: RLD106
+    ping = decided.ping or {}
+    error = failure.get("error", "")
+    took = f" (a ping took {ping['ms']:.0f} ms)" if ping.get("ms") is not None else ""
+    answers, fix = (_ANSWERS.format(took=took) if took else ""), _NO_PROBE_FIX.format(node_id=node_id)
+    starts = failure.get("kind") == "timeout" and failure.get("raylet") == "answers"
+    if starts:
+        read = failure.get("ray_logs") or {}
+        where = (f"read: {', '.join(read.get('files') or []) or 'no raylet log'}"
+                 if "error" not in read else f"its raylet log could not be read: {read['error'][:120]}")
+        answers, fix = _NOT_STARTING.format(took=took, where=where), _NOT_STARTING_FIX
+    return warn(f"node:{node_id}",
+                _NO_PROBE.format(label=snap.label(node_id), error=error[:160], answers=answers),
                 {**evidence, "probe_error": error, "raylet_ping": ping or None,
-                 **({"workers_start": False, "raylet_log": failure.get("ray_logs")}
-                    if starts else {})},
-                fix,
-            )
+                 **({"workers_start": False, "raylet_log": failure.get("ray_logs")} if starts else {})},
+                fix)
+
+
+_NODE_STATES = {"dead": _dead, "silent": _silent, "gone": _gone, "no_probe": _no_probe}
 
 
 _AUTH_FIX = (
@@ -181,8 +193,8 @@ def auth_mismatch(snap, params):
         Start every node and client with the same RAY_AUTH_MODE and token. The finding
         names the node, what refused what, and the mode rldoctor joined in and why.
     """
-    failed = (snap.get("versions") or {}).get("failed") or {}
-    client = (snap.get("cluster") or {}).get("client_auth") or {}
+    failed = snap.field("versions", "failed") or {}
+    client = snap.field("cluster", "client_auth") or {}
     for node_id, failure in sorted(failed.items()):
         state = snap.state(node_id)  # node_state decides, as for every other reader
         refused = state.state == node_state.AUTH_MISMATCH if state else failure.get("kind") == "auth"
@@ -323,89 +335,101 @@ def unschedulable_demand(snap, params):
         nodes that have the resource. Demands that fit a node but wait are a busy cluster:
         free resources or let the autoscaler add nodes.
     """
-    alive = snap.alive_nodes
-    offers = [n.get("resources_total") or {} for n in alive]
+    offers = [n.get("resources_total") or {} for n in snap.alive_nodes]
     largest = max(offers, key=lambda o: (o.get("CPU", 0), o.get("GPU", 0)), default={})
     demands = snap["demands"]
-    pending_actors = demands.get("pending_actors") or []
-
     for demand in demands.get("task_actor") or []:
-        shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
-        count = demand.get("count", 1)
-        actors = _actors_for(shape, pending_actors)
-        subject = f"actor:{actors[0]['actor_id']}" if len(actors) == 1 else "cluster"
-        who = (f"actor {actors[0].get('class_name')}"
-               + (f" '{actors[0]['name']}'" if actors[0].get("name") else "")
-               if len(actors) == 1 else f"{count} task(s)/actor(s)")
-        evidence = {"shape": shape, "count": count,
-                    "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
-                               for a in actors[:10]],
-                    "largest_node": largest}
-        verdict = scaling.judge(snap, [shape])
-        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
-                                  "detail": verdict.detail}
-        if not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_WILL:
-            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has yet: "
-                       f"{verdict.detail}, so the autoscaler is expected to start it", evidence,
-                       _DEMAND_FIX_SCALING)
-        elif not any(fits(shape, offer) for offer in offers) and verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{who} requests {{{show(shape)}}}, which no alive node has; node "
-                       f"type {', '.join(verdict.node_types)} fits it but {verdict.detail}: it "
-                       "waits until that is fixed (RLD108)", evidence, _DEMAND_FIX_SCALING)
-        elif not any(fits(shape, offer) for offer in offers):
-            short = missing(shape, largest)
-            first = sorted(short)[0] if short else "resource"
-            yield fail(subject,
-                       f"{who} requests {{{show(shape)}}}, which no alive node has "
-                       f"(short of {show(short)} on the largest node): infeasible, it will never start",
-                       evidence, _DEMAND_FIX_INFEASIBLE.format(name=first))
-        elif verdict.cause == scaling.AT_MAX:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} wait and will not start until "
-                       f"running work frees it: {verdict.detail}, so no node will be added (RLD108)",
-                       evidence, _DEMAND_FIX_SCALING)
-        elif verdict.cause in _SCALER_WILL:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources; "
-                       f"{verdict.detail}, so the autoscaler is expected to start them", evidence,
-                       _DEMAND_FIX_PENDING)
-        elif verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources, "
-                       f"and no node will be added: {verdict.detail} (RLD108)", evidence,
-                       _DEMAND_FIX_SCALING)
-        else:
-            yield warn(subject, f"{who} requesting {{{show(shape)}}} are waiting for free resources",
-                       evidence, _DEMAND_FIX_PENDING)
-
+        yield _task_actor_demand(snap, demand, offers, largest, demands.get("pending_actors") or [])
     for pg in demands.get("placement_groups") or []:
-        bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
-        strategy = pg.get("strategy", "PACK")
-        subject = f"placement_group:{pg.get('pg_id')}"
-        name = f"placement group {pg.get('name') or pg.get('pg_id', '')[:12]} ({strategy})"
-        if strategy == "STRICT_PACK":
-            feasible = any(fits(add(bundles), offer) for offer in offers)
-        elif strategy == "STRICT_SPREAD":
-            feasible = all(sum(fits(b, o) for o in offers) >= len(bundles) for b in bundles)
-        else:
-            feasible = (all(any(fits(b, o) for o in offers) for b in bundles)
-                        and fits(add(bundles), add(offers)))
-        evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
-                    "state": pg.get("state"), "largest_node": largest}
-        verdict = scaling.judge(snap, bundles, strategy)
-        evidence["autoscaler"] = {"cause": verdict.cause, "node_types": verdict.node_types,
-                                  "detail": verdict.detail}
-        if not feasible and verdict.cause in _SCALER_WILL + _SCALER_CANNOT:
-            yield warn(subject, f"{name} cannot be placed on the nodes alive now; "
-                       + (f"{verdict.detail}, so the autoscaler is expected to place it"
-                          if verdict.cause in _SCALER_WILL else
-                          f"a node type fits it but {verdict.detail}: it waits until that is fixed (RLD108)"),
-                       evidence, _DEMAND_FIX_SCALING)
-        elif not feasible:
-            shown = ", ".join("{" + show(b) + "}" for b in bundles)
-            yield fail(subject, f"{name} needs bundles [{shown}] that the cluster cannot place "
-                       f"(largest node: {{{show(largest)}}}): infeasible, it will never be created",
-                       evidence, _PG_FIX_INFEASIBLE)
-        elif verdict.cause in _SCALER_CANNOT:
-            yield warn(subject, f"{name} is pending, and no node will be added for it: "
-                       f"{verdict.detail} (RLD108)", evidence, _DEMAND_FIX_SCALING)
-        else:
-            yield warn(subject, f"{name} is pending until resources free up", evidence,
-                       _DEMAND_FIX_PENDING)
+        yield _placement_group_demand(snap, pg, offers, largest)
+
+
+def _situation(fits_now: bool, cause: str) -> str:
+    """Where a demand stands: no alive node could hold it ("absent") or it waits ("busy"), and
+    what the autoscaler will do about it (rldoctor.checks._autoscaling's verdict)."""
+    scaler = "-will" if cause in _SCALER_WILL else "-cannot" if cause in _SCALER_CANNOT else ""
+    if fits_now and cause == scaling.AT_MAX:
+        return "at-max"
+    return ("busy" if fits_now else "absent") + scaler
+
+
+# RLD103's words for a task's or actor's demand in each situation: (severity, message, fix)
+_DEMAND_SAYS = {
+    "absent-will": (warn, "{who} requests {{{shape}}}, which no alive node has yet: {detail}, so "
+                    "the autoscaler is expected to start it", _DEMAND_FIX_SCALING),
+    "absent-cannot": (warn, "{who} requests {{{shape}}}, which no alive node has; node type "
+                      "{types} fits it but {detail}: it waits until that is fixed (RLD108)",
+                      _DEMAND_FIX_SCALING),
+    "absent": (fail, "{who} requests {{{shape}}}, which no alive node has (short of {short} on "
+               "the largest node): infeasible, it will never start", _DEMAND_FIX_INFEASIBLE),
+    "at-max": (warn, "{who} requesting {{{shape}}} wait and will not start until running work "
+               "frees it: {detail}, so no node will be added (RLD108)", _DEMAND_FIX_SCALING),
+    "busy-will": (warn, "{who} requesting {{{shape}}} are waiting for free resources; {detail}, "
+                  "so the autoscaler is expected to start them", _DEMAND_FIX_PENDING),
+    "busy-cannot": (warn, "{who} requesting {{{shape}}} are waiting for free resources, and no "
+                    "node will be added: {detail} (RLD108)", _DEMAND_FIX_SCALING),
+    "busy": (warn, "{who} requesting {{{shape}}} are waiting for free resources",
+             _DEMAND_FIX_PENDING),
+}
+# ... and for a placement group's
+_PG_SAYS = {
+    "absent-will": (warn, "{name} cannot be placed on the nodes alive now; {detail}, so the "
+                    "autoscaler is expected to place it", _DEMAND_FIX_SCALING),
+    "absent-cannot": (warn, "{name} cannot be placed on the nodes alive now; a node type fits it "
+                      "but {detail}: it waits until that is fixed (RLD108)", _DEMAND_FIX_SCALING),
+    "absent": (fail, "{name} needs bundles [{bundles}] that the cluster cannot place (largest "
+               "node: {{{largest}}}): infeasible, it will never be created", _PG_FIX_INFEASIBLE),
+    "at-max": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
+               _DEMAND_FIX_SCALING),
+    "busy-cannot": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
+                    _DEMAND_FIX_SCALING),
+    "busy-will": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
+    "busy": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
+}
+
+
+def _said(says: dict, situation: str, subject: str, evidence: dict, **words):
+    severity, message, fix = says[situation]
+    return severity(subject, message.format(**words), evidence, fix.format(**words))
+
+
+def _task_actor_demand(snap, demand, offers, largest, pending_actors):
+    shape = {k: float(v) for k, v in (demand.get("shape") or {}).items()}
+    count = demand.get("count", 1)
+    actors = _actors_for(shape, pending_actors)
+    one = actors[0] if len(actors) == 1 else None
+    who = (f"actor {one.get('class_name')}" + (f" '{one['name']}'" if one.get("name") else "")
+           if one else f"{count} task(s)/actor(s)")
+    verdict = scaling.judge(snap, [shape])
+    evidence = {"shape": shape, "count": count,
+                "actors": [{k: a.get(k) for k in ("actor_id", "class_name", "name", "job_id")}
+                           for a in actors[:10]],
+                "largest_node": largest,
+                "autoscaler": {"cause": verdict.cause, "node_types": verdict.node_types,
+                               "detail": verdict.detail}}
+    short = missing(shape, largest)
+    return _said(_DEMAND_SAYS, _situation(any(fits(shape, offer) for offer in offers), verdict.cause),
+                 f"actor:{one['actor_id']}" if one else "cluster", evidence, who=who,
+                 shape=show(shape), detail=verdict.detail, types=", ".join(verdict.node_types),
+                 short=show(short), name=sorted(short)[0] if short else "resource")
+
+
+def _placement_group_demand(snap, pg, offers, largest):
+    bundles = [{k: float(v) for k, v in b.items()} for b in pg.get("bundles") or []]
+    strategy = pg.get("strategy", "PACK")
+    if strategy == "STRICT_PACK":
+        feasible = any(fits(add(bundles), offer) for offer in offers)
+    elif strategy == "STRICT_SPREAD":
+        feasible = all(sum(fits(b, o) for o in offers) >= len(bundles) for b in bundles)
+    else:
+        feasible = (all(any(fits(b, o) for o in offers) for b in bundles)
+                    and fits(add(bundles), add(offers)))
+    verdict = scaling.judge(snap, bundles, strategy)
+    evidence = {"pg_id": pg.get("pg_id"), "strategy": strategy, "bundles": bundles,
+                "state": pg.get("state"), "largest_node": largest,
+                "autoscaler": {"cause": verdict.cause, "node_types": verdict.node_types,
+                               "detail": verdict.detail}}
+    name = f"placement group {pg.get('name') or pg.get('pg_id', '')[:12]} ({strategy})"
+    return _said(_PG_SAYS, _situation(feasible, verdict.cause), f"placement_group:{pg.get('pg_id')}",
+                 evidence, name=name, detail=verdict.detail, largest=show(largest),
+                 bundles=", ".join("{" + show(b) + "}" for b in bundles))

@@ -76,7 +76,7 @@ def object_store_pressure(snap, params):
         store is what is full, as this check reports.
     """
     store = snap["object_store"]
-    actors = {a["actor_id"]: a for a in (snap.get("actors") or {}).get("items") or []}
+    actors = {a["actor_id"]: a for a in snap.field("actors", "items") or []}
     for node_id, stats in sorted((store.get("nodes") or {}).items()):
         s = stats["store"]
         capacity = s.get("object_store_bytes_avail") or 0

@@ -380,7 +380,7 @@ def cross_zone_spread(snap, params):
 def _training_zones(snap, label: str) -> dict[str, int]:
     """Zones that host live RLlib actors (env runners, learners), with their counts."""
     counts: dict[str, int] = {}
-    for actor in (snap.get("actors") or {}).get("items") or []:
+    for actor in snap.field("actors", "items") or []:
         if actor.get("state") != "ALIVE" or not rllib_role(actor.get("class_name")):
             continue
         node = snap.node(actor.get("node_id") or "")

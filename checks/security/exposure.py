@@ -196,82 +196,87 @@ def exposed_endpoint(snap, params):
         through a tunnel, and allow the Ray ports only from the cluster's own nodes. The
         finding names each port, its bind address and its process, and says how to close it.
     """
-    cluster = snap.get("cluster") or {}
-    auth, _ = auth_state(cluster)
+    auth, _ = auth_state(snap.get("cluster") or {})
     by_node, notes = _endpoints(snap)
     yield from notes
     if not by_node:
-        yield note("cluster", "no socket tables in this snapshot (the probes did not read "
-                              "them, or it was recorded by an older rldoctor)")
+        yield note("cluster", _NO_TABLES)
         return
     quiet = {}
     for node_id, (node, table, rows) in by_node.items():
-        tls = bool(table.get("tls"))
-        exposed = []
-        for row in rows:
-            if row["reach"] not in ("all", "public"):
-                continue
-            severity = _severity(row["kind"], row["reach"], auth, tls)
-            if severity is None:
-                quiet.setdefault(node_id, []).append(row)
-                continue
-            exposed.append({**row, "severity": severity})
-        if not exposed:
-            continue
-        exposed.sort(key=_order)
-        worst = exposed[0]["severity"]
-        top = [r for r in exposed if r["severity"] == worst]
-        lesser = len(exposed) - len(top)
-        also = f" (and {lesser} more of lower severity, in the evidence)" if lesser else ""
-        if auth == "disabled":
-            gives = KINDS[top[0]["kind"]].gives
-            message = (f"{_who(node)}: {_listed(top)}{also}, and the cluster takes clients "
-                       f"without a token, so whoever reaches the {top[0]['endpoint']} "
-                       f"(port {top[0]['port']}) {gives}")
-        elif any(r["reach"] == "public" for r in top):
-            message = (f"{_who(node)}: {_listed(top)}{also}; token authentication is the "
-                       "only barrier"
-                       + ("" if tls else ", and without TLS the token travels in clear text"))
-        else:
-            them = "it" if len(top) == 1 else "them"
-            message = (f"{_who(node)}: {_listed(top)}{also}; token authentication guards "
-                       f"{them}, but Ray's default keeps {them} on localhost or the node's own "
-                       "address")
-        groups = []
-        for row in exposed:
-            group = _FIX_GROUP[row["kind"]]
-            if group not in groups:
-                groups.append(group)
-        if any(r["reach"] == "public" for r in exposed):
-            groups.append("public")
-        if auth != "disabled" and not tls:
-            groups.append("tls")
-        fix = " ".join(_PORT_FIXES[g] for g in groups)
-        if auth == "disabled":
-            old = _old_ray(snap["cluster"])
-            fix = ((f"Ray {old} has no token authentication: keep these ports private to the "
-                    "cluster's nodes, and upgrade (RLD701 says how). ") if old else
-                   "Turn token authentication on first (RLD701 says how). ") + fix
-        evidence = {
-            "node_id": node_id, "ip": node.get("ip"), "is_head": node.get("is_head"),
-            "token_authentication": auth, "tls": tls,
-            "host_addresses": table.get("host_addresses"),
-            "endpoints": [{**r, "severity": r["severity"].label,
-                           "gives": KINDS[r["kind"]].gives} for r in exposed[:MAX_EVIDENCE]],
-            "endpoints_count": len(exposed),
-            "not_reported": len(quiet.get(node_id, [])),
-        }
-        yield finding(worst, f"node:{node_id}", message, evidence, fix)
+        exposed, quiet[node_id] = _sorted_out(rows, auth, bool(table.get("tls")))
+        if exposed:
+            yield _exposed(snap, node, table, exposed, auth, len(quiet[node_id]))
+    quiet = {node_id: rows for node_id, rows in quiet.items() if rows}
     if quiet:
-        count = sum(len(rows) for rows in quiet.values())
-        kinds = sorted({row["endpoint"] for rows in quiet.values() for row in rows})
-        yield note("cluster",
-                   f"{count} port(s) on {len(quiet)} node(s) listen on every interface, none of "
-                   f"them public ({', '.join(kinds)}): Ray binds its own so, and token "
-                   "authentication guards them (all but the metrics ports and ports opened by "
-                   "user code), so they are not reported",
-                   {"ports": {nid: [shown(r["address"], r["port"]) + " " + r["endpoint"]
-                                    for r in rows] for nid, rows in sorted(quiet.items())}})
+        yield note("cluster", _QUIET.format(
+            count=sum(len(rows) for rows in quiet.values()), nodes=len(quiet),
+            kinds=", ".join(sorted({row["endpoint"] for rows in quiet.values() for row in rows}))),
+            {"ports": {nid: [shown(r["address"], r["port"]) + " " + r["endpoint"] for r in rows]
+                       for nid, rows in sorted(quiet.items())}})
+
+
+# RLD702's words: a node's exposed ports, by what guards them; and what is not reported
+_EXPOSED_NO_TOKEN = ("{who}: {listed}{also}, and the cluster takes clients without a token, so "
+                     "whoever reaches the {endpoint} (port {port}) {gives}")
+_EXPOSED_PUBLIC = "{who}: {listed}{also}; token authentication is the only barrier{clear}"
+_IN_CLEAR = ", and without TLS the token travels in clear text"
+_EXPOSED_GUARDED = ("{who}: {listed}{also}; token authentication guards {them}, but Ray's "
+                    "default keeps {them} on localhost or the node's own address")
+_ALSO_LESSER = " (and {lesser} more of lower severity, in the evidence)"
+_FIX_OLD_RAY = ("Ray {old} has no token authentication: keep these ports private to the "
+                "cluster's nodes, and upgrade (RLD701 says how). ")
+_FIX_TOKEN_FIRST = "Turn token authentication on first (RLD701 says how). "
+_NO_TABLES = ("no socket tables in this snapshot (the probes did not read them, or it was "
+              "recorded by an older rldoctor)")
+_QUIET = ("{count} port(s) on {nodes} node(s) listen on every interface, none of them public "
+          "({kinds}): Ray binds its own so, and token authentication guards them (all but the "
+          "metrics ports and ports opened by user code), so they are not reported")
+
+
+def _sorted_out(rows, auth, tls) -> tuple[list, list]:
+    """(the node's exposed rows with their severity, worst first; the rows listening on every
+    interface that need no report)."""
+    exposed, quiet = [], []
+    for row in rows:
+        if row["reach"] not in ("all", "public"):
+            continue
+        severity = _severity(row["kind"], row["reach"], auth, tls)
+        if severity is None:
+            quiet.append(row)
+        else:
+            exposed.append({**row, "severity": severity})
+    return sorted(exposed, key=_order), quiet
+
+
+def _exposed(snap, node, table, exposed, auth, not_reported):
+    tls = bool(table.get("tls"))
+    worst = exposed[0]["severity"]
+    top = [r for r in exposed if r["severity"] == worst]
+    lesser = len(exposed) - len(top)
+    words = {"who": _who(node), "listed": _listed(top),
+             "also": _ALSO_LESSER.format(lesser=lesser) if lesser else ""}
+    if auth == "disabled":
+        message = _EXPOSED_NO_TOKEN.format(**words, endpoint=top[0]["endpoint"], port=top[0]["port"],
+                                           gives=KINDS[top[0]["kind"]].gives)
+    elif any(r["reach"] == "public" for r in top):
+        message = _EXPOSED_PUBLIC.format(**words, clear="" if tls else _IN_CLEAR)
+    else:
+        message = _EXPOSED_GUARDED.format(**words, them="it" if len(top) == 1 else "them")
+    groups = list(dict.fromkeys(_FIX_GROUP[row["kind"]] for row in exposed))
+    groups += ["public"] * any(r["reach"] == "public" for r in exposed) + ["tls"] * (auth != "disabled" and not tls)
+    fix = " ".join(_PORT_FIXES[g] for g in groups)
+    if auth == "disabled":
+        old = _old_ray(snap["cluster"])
+        fix = (_FIX_OLD_RAY.format(old=old) if old else _FIX_TOKEN_FIRST) + fix
+    evidence = {
+        "node_id": node["node_id"], "ip": node.get("ip"), "is_head": node.get("is_head"),
+        "token_authentication": auth, "tls": tls, "host_addresses": table.get("host_addresses"),
+        "endpoints": [{**r, "severity": r["severity"].label, "gives": KINDS[r["kind"]].gives}
+                      for r in exposed[:MAX_EVIDENCE]],
+        "endpoints_count": len(exposed), "not_reported": not_reported,
+    }
+    return finding(worst, f"node:{node['node_id']}", message, evidence, fix)
 
 
 def _old_ray(cluster: dict) -> str | None:

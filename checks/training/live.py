@@ -20,7 +20,7 @@ STEPS_COUNTER = "rllib_env_runner_num_env_steps_sampled_counter"  # RLlib's, per
 
 
 def _trainings(snap) -> list[dict]:
-    return (snap.get("training") or {}).get("trainings") or []
+    return snap.field("training", "trainings") or []
 
 
 def _who(member: dict) -> str:
@@ -274,8 +274,8 @@ def throughput_drop(snap, params):
 
 def _no_counter(snap, training: dict) -> str:
     """Why the runners of a live training could not be compared (no step counter anywhere)."""
-    version = (snap.get("cluster") or {}).get("ray_version")
-    failed = ((snap.get("training") or {}).get("metrics") or {}).get("failed") or {}
+    version = snap.field("cluster", "ray_version")
+    failed = snap.field("training", "metrics", "failed") or {}
     why = (f"the metrics endpoint of {len(failed)} node(s) did not answer" if failed else
            f"no node exports RLlib's `{STEPS_COUNTER}`"
            + (f" (the cluster's RLlib, Ray {version}, may predate it)" if version else ""))

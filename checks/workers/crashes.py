@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rldoctor.checks import _chains, _exits
+from rldoctor import failure_chains as chains, worker_exits as exits
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
 from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
-RECENT_HOURS = RECENT_DEATH_H  # the bundle keeps the logs of deaths this recent (rldoctor.words)
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
 _ENV_RUNNER_RESTART_FIX = (
@@ -40,9 +39,9 @@ _ACTOR_RESTART_FIX = (
 
 def _dead_workers(snap) -> list[dict]:
     """The dead workers, drivers left out (a driver's worker type, or its id where a session
-    directory's line does not say it: rldoctor.checks._exits)."""
-    return [w for w in (snap.get("workers") or {}).get("dead") or []
-            if w.get("worker_type") in _WORKER_TYPES and not _exits.is_driver(w)]
+    directory's line does not say it: rldoctor.worker_exits)."""
+    return [w for w in snap.field("workers", "dead") or []
+            if w.get("worker_type") in _WORKER_TYPES and not exits.is_driver(w)]
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -87,7 +86,7 @@ def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
 
 
 @check("RLD401", "actor-restarts", area="workers", requires=("actors",),
-       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_HOURS})
+       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_DEATH_H})
 def actor_restarts(snap, params):
     """Actors restarting or crash-looping, RLlib env runners and learners among them.
 
@@ -238,7 +237,7 @@ _KERNEL_OOM_FIX = (
 
 
 @check("RLD402", "oom-kills", area="workers", requires=("workers",),
-       params={"recent_hours": RECENT_HOURS})
+       params={"recent_hours": RECENT_DEATH_H})
 @_loglines.also("RLD402")
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
@@ -262,7 +261,24 @@ def oom_kills(snap, params):
         Raise `object_store_memory` only when the object store is what is full (RLD301).
     """
     dead = _dead_workers(snap)
-    created = snap.get("created_at")
+    yield from _monitor_kills(snap, dead, params["recent_hours"])
+    yield from _kernel_kills(snap, dead, params["recent_hours"])
+
+
+# RLD402's words: Ray's memory monitor's kills, then the kernel's
+_MONITOR_KILLED = ("Ray's memory monitor killed {kills} worker(s) on {node}: memory was {used}, "
+                   "above the kill threshold of {threshold:.0%} ({source}){low}")
+_LOW_THRESHOLD = "; that threshold is unusually low"
+_KERNEL_KILLED = ("{kills} worker(s) on {node} were killed by the kernel's OOM killer (the kernel "
+                  "log says \"Killed process {pid} ({name})\"{memcg})")
+_IN_MEMCG = ", in memory cgroup {memcg}"
+_VANISHED = ("{kills} worker(s) on {node} vanished without notice and the kernel's OOM killer has "
+             "killed {count} process(es) in the node's memory cgroup: they may have been killed "
+             "for memory by the kernel (its log is not readable here: {why})")
+
+
+def _monitor_kills(snap, dead, recent_hours):
+    """Ray's memory monitor's kills, per node: its workers' exits, else its tasks' errors."""
     kills: dict[str, list[dict]] = defaultdict(list)
     seen = set()
     for w in dead:
@@ -270,43 +286,47 @@ def oom_kills(snap, params):
             kills[w["node_id"]].append({"pid": w["pid"], "detail": w.get("exit_detail", ""),
                                         "end_time_ms": w.get("end_time_ms")})
             seen.add((w["node_id"], w["pid"]))
-    for t in (snap.get("workers") or {}).get("oom_tasks") or []:
+    for t in snap.field("workers", "oom_tasks") or []:
         if t.get("node_id") and (t["node_id"], t.get("worker_pid")) not in seen \
                 and not kills.get(t["node_id"]):
             kills[t["node_id"]].append({"pid": t.get("worker_pid"), "detail": t.get("error_message", ""),
                                         "end_time_ms": t.get("end_time_ms"), "task": t.get("name")})
     for node_id, events in sorted(kills.items()):
-        events.sort(key=lambda e: -(e.get("end_time_ms") or 0))
-        latest = parse_oom(events[0]["detail"])
-        threshold, source = kill_threshold_in_force(snap.host(node_id))
-        if "threshold_fraction" in latest:
-            threshold, source = latest["threshold_fraction"], "Ray's kill message"
-        node = snap.node(node_id) or {}
-        age = age_hours(events[0].get("end_time_ms"), created)
-        severity = info if age is not None and age > params["recent_hours"] else fail
-        tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?"
-                        for e in events})
-        used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
-                f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
-        message = (f"Ray's memory monitor killed {len(events)} worker(s) on "
-                   f"{node_label(node_id, node.get('ip') or latest.get('ip'))}: memory was {used}, above the "
-                   f"kill threshold of {threshold:.0%} ({source})")
-        if threshold < 0.5:
-            message += "; that threshold is unusually low"
-        yield severity(f"node:{node_id}", message, {
-            "node_id": node_id, "ip": node.get("ip") or latest.get("ip"), "kills": len(events),
-            "pids": [e["pid"] for e in events[:20]], "killed_tasks": tasks[:20],
-            "memory_used_gb": latest.get("used_gb"), "memory_limit_gb": latest.get("limit_gb"),
-            "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
-            "threshold_source": source, "hours_since_last_kill": age,
-            "last_message": _short(events[0]["detail"], 400)},
-            _OOM_FIX.format(node_id=node_id))
+        yield _monitor_finding(snap, node_id, sorted(events, key=lambda e: -(e.get("end_time_ms") or 0)),
+                               recent_hours)
 
-    # The kernel's OOM killer leaves no trace in Ray except a worker that vanished. The
-    # kernel's own log names the pids it killed; without it, only the OOM counter of the
-    # node's own cgroup counts (the host-wide one counts every cgroup since boot).
+
+def _monitor_finding(snap, node_id, events, recent_hours):
+    latest = parse_oom(events[0]["detail"])
+    threshold, source = kill_threshold_in_force(snap.host(node_id))
+    if "threshold_fraction" in latest:
+        threshold, source = latest["threshold_fraction"], "Ray's kill message"
+    node = snap.node(node_id) or {}
+    ip = node.get("ip") or latest.get("ip")
+    age = age_hours(events[0].get("end_time_ms"), snap.get("created_at"))
+    used = (f"{latest['used_gb']:.2f} GB of {latest['limit_gb']:.2f} GB "
+            f"({latest['used_fraction']:.0%})" if "used_gb" in latest else "over the limit")
+    tasks = sorted({parse_oom(e["detail"]).get("task_name") or e.get("task") or "?" for e in events})
+    return (info if age is not None and age > recent_hours else fail)(
+        f"node:{node_id}",
+        _MONITOR_KILLED.format(kills=len(events), node=node_label(node_id, ip), used=used,
+                               threshold=threshold, source=source,
+                               low=_LOW_THRESHOLD if threshold < 0.5 else ""),
+        {"node_id": node_id, "ip": ip, "kills": len(events),
+         "pids": [e["pid"] for e in events[:20]], "killed_tasks": tasks[:20],
+         "memory_used_gb": latest.get("used_gb"), "memory_limit_gb": latest.get("limit_gb"),
+         "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
+         "threshold_source": source, "hours_since_last_kill": age,
+         "last_message": _short(events[0]["detail"], 400)},
+        _OOM_FIX.format(node_id=node_id))
+
+
+def _kernel_kills(snap, dead, recent_hours):
+    """The kernel's OOM killer leaves no trace in Ray except a worker that vanished. The
+    kernel's own log names the pids it killed; without it, only the OOM counter of the node's
+    own cgroup counts (the host-wide one counts every cgroup since boot)."""
     vanished: dict[str, list[dict]] = defaultdict(list)
-    ends = _exits.Lazy(snap.data)
+    ends = exits.Lazy(snap.data)
     for w in dead:
         if w.get("exit_type") == "SYSTEM_ERROR" and "End of file" in (w.get("exit_detail") or "") \
                 and not ends.asked_for(w):
@@ -314,36 +334,35 @@ def oom_kills(snap, params):
     for node_id, workers in sorted(vanished.items()):
         # a vanishing older than the window is history: info, so no ticket stays open for it
         recent = [w for w in workers
-                  if (age_hours(w.get("end_time_ms"), created) or 0) <= params["recent_hours"]]
-        said = warn if recent else info
-        host = snap.host(node_id)
-        log = host.get("kernel_oom_log") or {}
-        evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
-                    "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
-        if log.get("readable"):
-            killed = {k["pid"]: k for k in log.get("kills") or []}
-            matched = [w for w in workers if w.get("pid") in killed]
-            if not matched:
-                continue  # the kernel killed none of them: RLD403 reports the crash
-            evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
-            yield said(f"node:{node_id}",
-                       f"{len(matched)} worker(s) on {snap.label(node_id)} were killed by the "
-                       f"kernel's OOM killer (the kernel log says \"Killed process "
-                       f"{matched[0]['pid']} ({killed[matched[0]['pid']]['name']})\""
-                       + (f", in memory cgroup {killed[matched[0]['pid']]['memcg']}"
-                          if killed[matched[0]["pid"]].get("memcg") else "") + ")",
-                       evidence, _KERNEL_OOM_FIX)
-            continue
-        limit = host.get("memory_limit") or {}
-        counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
-        if not any(counters.values()):
-            continue
-        yield said(f"node:{node_id}",
-                   f"{len(workers)} worker(s) on {snap.label(node_id)} vanished without notice and "
-                   f"the kernel's OOM killer has killed {counters['cgroup_oom_kills']} process(es) "
-                   "in the node's memory cgroup: they may have been killed for memory by the "
-                   f"kernel (its log is not readable here: {log.get('error') or 'not collected'})",
-                   {**evidence, **counters}, _KERNEL_OOM_FIX)
+                  if (age_hours(w.get("end_time_ms"), snap.get("created_at")) or 0) <= recent_hours]
+        found = _kernel_finding(snap, node_id, workers, warn if recent else info)
+        if found:
+            yield found
+
+
+def _kernel_finding(snap, node_id, workers, said):
+    host = snap.host(node_id)
+    log = host.get("kernel_oom_log") or {}
+    evidence = {"node_id": node_id, "pids": [w["pid"] for w in workers[:20]],
+                "kernel_oom_kills_since_boot": host.get("kernel_oom_kills")}
+    if log.get("readable"):
+        killed = {k["pid"]: k for k in log.get("kills") or []}
+        matched = [w for w in workers if w.get("pid") in killed]
+        if not matched:
+            return None  # the kernel killed none of them: RLD403 reports the crash
+        evidence["kernel_log"] = [killed[w["pid"]] for w in matched[:20]]
+        first = killed[matched[0]["pid"]]
+        return said(f"node:{node_id}", _KERNEL_KILLED.format(
+            kills=len(matched), node=snap.label(node_id), pid=matched[0]["pid"], name=first["name"],
+            memcg=_IN_MEMCG.format(memcg=first["memcg"]) if first.get("memcg") else ""),
+            evidence, _KERNEL_OOM_FIX)
+    limit = host.get("memory_limit") or {}
+    counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
+    if not any(counters.values()):
+        return None
+    return said(f"node:{node_id}", _VANISHED.format(
+        kills=len(workers), node=snap.label(node_id), count=counters["cgroup_oom_kills"],
+        why=log.get("error") or "not collected"), {**evidence, **counters}, _KERNEL_OOM_FIX)
 
 
 _CRASH_FIX = (
@@ -361,7 +380,7 @@ _CRASH_FIX = (
 
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
-       params={"fail_at_crashes": 3, "recent_hours": RECENT_HOURS})
+       params={"fail_at_crashes": 3, "recent_hours": RECENT_DEATH_H})
 @_loglines.also("RLD403")
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
@@ -398,10 +417,10 @@ def worker_crashes(snap, params):
     # A worker that exited because the user's code raised (RLlib's env runner calls
     # sys.exit(1) after the exception, and Ray records SYSTEM_ERROR) is a failed job's story
     # (RLD405), not a crash.
-    claimed = _chains.claimed_workers(snap.data) if snap.has("jobs") else set()
+    claimed = chains.claimed_workers(snap.data) if snap.has("jobs") else set()
     # An end someone asked for (a driver that exited, a stopped or finished job's workers, an
     # actor ended or let go, rldoctor's own) is no crash: the timeline tells it.
-    ends = _exits.Lazy(snap.data)
+    ends = exits.Lazy(snap.data)
     crashes: dict[str, list[dict]] = defaultdict(list)
     for w in _dead_workers(snap):
         if w.get("exit_type") == "SYSTEM_ERROR" and w.get("node_id") not in dead_nodes \
@@ -480,7 +499,7 @@ _UNKNOWN_FIX = (
 
 
 @check("RLD405", "job-failed", area="workers", requires=("jobs",),
-       params={"window_s": _chains.WINDOW_S})
+       params={"window_s": chains.WINDOW_S})
 @_loglines.also("RLD405")
 def job_failed(snap, params):
     """A job or RLlib training that ended in failure within the window, with its root cause.
@@ -508,23 +527,23 @@ def job_failed(snap, params):
         `restart_failed_env_runners=True`; for code missing on some nodes, ship it with the
         job (`runtime_env` `working_dir` or `py_modules`); for a memory kill RLD402's fix.
     """
-    for chain in _chains.failed_jobs(snap.data, params.get("window_s")):
+    for chain in chains.failed_jobs(snap.data, params.get("window_s")):
         yield _job_finding(chain)
 
 
 def _job_finding(chain: dict):
     job, root, exc, worker = chain["job"], chain["root"], chain["exception"], chain["worker"]
-    name = _chains.job_name(job)
+    name = chains.job_name(job)
     when = job.get("end_time")
     when_text = _clock(when)
-    entry = _chains.short_entrypoint(job.get("entrypoint"))
+    entry = chains.short_entrypoint(job.get("entrypoint"))
     message = (f"job {name}{(' (' + entry + ')') if entry else ''} failed"
                f"{(' at ' + when_text) if when_text else ''}: {root['summary']}")
     who = (f"{worker.get('class_name')} (actor {worker.get('actor_id')}, pid {worker.get('pid')}, "
            f"node {worker.get('node_id')})" if worker else "a worker")
     kind = root["kind"]
     if kind == "user_error":
-        fix = _USER_ERROR_FIX.format(frame=_chains.frame_text((exc or {}).get("frame")) or
+        fix = _USER_ERROR_FIX.format(frame=chains.frame_text((exc or {}).get("frame")) or
                                      "the innermost frame of your code in the traceback",
                                      exc=f"{exc['type']}: {exc['message']}" if exc else "an exception",
                                      who=who)

@@ -94,7 +94,7 @@ def runtime_env_failed(snap, params):
         `RuntimeEnvConfig(setup_timeout_seconds=...)`, or exclude large files from the
         working_dir; then resubmit.
     """
-    for actor in (snap.get("actors") or {}).get("items") or []:
+    for actor in snap.field("actors", "items") or []:
         cause = actor.get("death_cause") or {}
         if cause.get("kind") != "runtime_env_failed_context" or actor.get("class_name") == JOB_ACTOR:
             continue  # a job's supervisor dies of its job's env: the job is named instead

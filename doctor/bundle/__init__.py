@@ -21,6 +21,15 @@ Layout (one top folder, `rldoctor-bundle-<UTC time>/`):
 
 Secrets never enter it: everything passes through rldoctor.redact.Redactor before it is
 written (see there for what is masked).
+
+    build.py          `collect --bundle`: gather, diagnose, assemble, write
+    assemble.py       from what was gathered to the bundle's files, redacted
+    manifest.py       the bundle's items and manifest (shared with the cluster side)
+    writer.py         the members and the size cap, `fit` (shared with the cluster side)
+    target.py         the target file: a temp file beside it, renamed when complete
+    reader.py         reading a bundle back (`check --from`), no ray
+    obfuscate.py      `--obfuscate`: node ids, IPs and host names replaced consistently
+    evidence.py       findings read from a bundle point at the bundle's own logs and stacks
 """
 
 SCHEMA = "rldoctor.bundle/v1"

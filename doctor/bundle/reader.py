@@ -160,14 +160,8 @@ def index(manifest: dict, top: str, names: list[str], path) -> dict:
     return {"file": str(path), "top": top, "nodes": nodes}
 
 
-def load(path, fileobj=None):
-    """The bundle's snapshot as a Snapshot, with an index of the bundle under `bundle`; a
-    section of the wrong shape is taken out as not collected (rldoctor.snapshot_shape)."""
-    from rldoctor.snapshot import validate
-    from rldoctor.snapshot_shape import conform
-
+def document(path, fileobj=None) -> tuple[dict, str, dict]:
+    """The bundle's snapshot document (not yet validated: rldoctor.snapshot does that, as for a
+    snapshot file), the origin its problems name, and the index of the bundle for `bundle`."""
     manifest, data, top, names = read(path, fileobj)
-    snap = validate(data, f"{path}: {SNAPSHOT}")
-    conform(snap.data, f"{path}: {SNAPSHOT}")
-    snap.data["bundle"] = index(manifest, top, names, path)
-    return snap
+    return data, f"{path}: {SNAPSHOT}", index(manifest, top, names, path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from rldoctor.cluster import bounded
-from rldoctor.cluster.session import Unavailable
+from rldoctor.cluster.sections import Unavailable
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor.cluster.sections import section
 from rldoctor.cluster.task_table import TaskTable, failed_with

@@ -16,17 +16,24 @@ over plain gRPC, before Ray is set up in this process, sent once without a token
 - anything else (an old Ray, a proxy): rldoctor cannot tell; it keeps RAY_AUTH_MODE if
   the user set it, else joins without a token, the way that cannot make the cluster
   refuse its own calls to rldoctor; the report's notes say so.
+
+Before any of this, `reachable`: is anything listening at host:port at all (the join,
+rldoctor.cluster.connect, asks it too).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
 
 from rldoctor.auth_token import find_token
 from rldoctor.errors import Undiagnosable
+
+HOW_TO_POINT = ("pass --address HOST:PORT of the head's GCS (the port `ray start --head` "
+                "printed, 6379 by default) or set RAY_ADDRESS")
 
 PROBE_METHOD = "/ray.rpc.NodeInfoGcsService/GetClusterId"
 PROBE_TIMEOUT_S = 5.0
@@ -78,8 +85,6 @@ def decide(address: str) -> AuthDecision:
     answer = ask_gcs(address, None)
     gcs_ms = round((time.perf_counter() - started) * 1000, 2)
     if answer == "silent":
-        from rldoctor.cluster.connect import reachable
-
         reachable(address, PROBE_TIMEOUT_S)  # no connection at all: says so, blames no one
         raise Undiagnosable(
             f"no answer from a Ray GCS at {address} within {PROBE_TIMEOUT_S:g}s (something "
@@ -133,3 +138,18 @@ def apply(decision: AuthDecision) -> None:
         from rldoctor.cluster.private import refresh_auth_config
 
         refresh_auth_config()
+
+
+def reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast when nothing listens at host:port."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except ValueError:
+        raise Undiagnosable(f"--address {address!r}: port is not a number; {HOW_TO_POINT}") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise Undiagnosable(
+            f"cannot reach a Ray cluster at {address}: {reason}; is the head running? "
+            f"Start one with `ray start --head`, or {HOW_TO_POINT}") from None

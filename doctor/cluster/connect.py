@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import threading
 import uuid
 from dataclasses import dataclass
 
 from rldoctor.cluster import private
-from rldoctor.cluster.auth import AuthDecision, decide
+from rldoctor.cluster.auth import HOW_TO_POINT, AuthDecision, decide, reachable
 from rldoctor.errors import Undiagnosable
 from rldoctor.words import first_text_line, shorten
 
@@ -28,9 +27,6 @@ def tell(kind: str, text: str = "") -> None:
     the client's rldoctor.joinwatch.tell once it keeps one, else nothing."""
     pass
 
-
-HOW_TO_POINT = ("pass --address HOST:PORT of the head's GCS (the port `ray start --head` "
-                "printed, 6379 by default) or set RAY_ADDRESS")
 
 
 @dataclass
@@ -66,21 +62,6 @@ def resolve(address: str | None) -> str:
     if ":" not in address:
         raise Undiagnosable(f"--address {address!r} is not HOST:PORT; {HOW_TO_POINT}")
     return address
-
-
-def reachable(address: str, timeout_s: float = 3.0) -> None:
-    """Fail fast when nothing listens at host:port."""
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
-            pass
-    except ValueError:
-        raise Undiagnosable(f"--address {address!r}: port is not a number; {HOW_TO_POINT}") from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise Undiagnosable(
-            f"cannot reach a Ray cluster at {address}: {reason}; is the head running? "
-            f"Start one with `ray start --head`, or {HOW_TO_POINT}") from None
 
 
 def _explain_init_error(address: str, exc: BaseException) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from rldoctor.cluster.raylets import addresses, fan_out
-from rldoctor.cluster.session import error_line
+from rldoctor.errors import first_line
 from rldoctor.cluster.sections import section
 
 PING_DEADLINE_S = 2.0
@@ -57,7 +57,7 @@ class RayletPings:
                 out[node_id] = {"error": f"no answer to GetSystemConfig within {waited:g}s",
                                 "waited_s": waited, "rpc": "GetSystemConfig"}
             elif future.exception() is not None:
-                out[node_id] = {"error": error_line(future.exception(), 200), "rpc": "GetSystemConfig",
+                out[node_id] = {"error": first_line(future.exception(), 200), "rpc": "GetSystemConfig",
                                 "refused": _refused(future.exception())}
             else:
                 ms, config = future.result()

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rldoctor.cluster.session import error_line
+from rldoctor.errors import first_line
 from rldoctor.node import probes
 from rldoctor.cluster.sections import section
 
@@ -55,7 +55,7 @@ def _rpc_error(exc: BaseException) -> str:
             return f"{code().name}: {(exc.details() or '').strip()[:160]}"
         except Exception:
             pass
-    return error_line(exc, 200)
+    return first_line(exc, 200)
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Asked:
             try:
                 self._refs[getattr(actor, method).remote(*args)] = (key, node_id, time.perf_counter())
             except Exception as exc:  # the handle is unusable: the probe died
-                self.answers[key] = Answer(node_id, "error", error=f"probe unreachable: {error_line(exc)}")
+                self.answers[key] = Answer(node_id, "error", error=f"probe unreachable: {first_line(exc)}")
 
     def wait(self, timeout_s: float, *, stragglers: bool = False, skip=()) -> dict:
         """{key: Answer} for every call, after at most `timeout_s`; a call not answered by
@@ -108,7 +108,7 @@ class Asked:
                 value = ray.get(ref, timeout=1)
                 self.answers[key] = Answer(node_id, value=value, took_s=seen - sent)
             except Exception as exc:  # the node died under the probe, or killed it for memory
-                self.answers[key] = Answer(node_id, "error", error=error_line(exc),
+                self.answers[key] = Answer(node_id, "error", error=first_line(exc),
                                            took_s=seen - sent)
         for ref in not_ready:
             key, node_id, sent = pending[ref]
@@ -319,8 +319,8 @@ def probe_followup_step(ctx) -> None:
     try:
         ctx.fleet.confirm_silent_nodes(ctx.budget, ctx.doc.get("nodes"))
     except Exception as exc:  # the second look is a bonus, never a reason to fail
-        record.setdefault("note", error_line(exc))
+        record.setdefault("note", first_line(exc))
     try:
         read_for_failed_probes(ctx.doc, ctx.fleet, time.monotonic() + ctx.budget.left(3.0))
     except Exception as exc:  # Ray's words are a bonus too
-        record.setdefault("note", error_line(exc))
+        record.setdefault("note", first_line(exc))

@@ -24,7 +24,8 @@ from rldoctor.node import onnode
 from rldoctor.cluster.logs import LogError, LogRoute, LogTimeout
 from rldoctor.bundle.manifest import Item
 from rldoctor.cluster.stack_targets import stack_targets
-from rldoctor.cluster.session import Budget, error_line
+from rldoctor.cluster.session import Budget
+from rldoctor.errors import first_line
 from rldoctor.cluster.task_table import by_job, jobs_with_live_actors
 from rldoctor import words
 
@@ -36,7 +37,6 @@ LOG_LINES, LOG_MAX_BYTES = 1000, 256 * 1024
 WORKER_LOG_LINES, WORKER_LOG_MAX_BYTES = 300, 128 * 1024
 NODE_LOGS = ("raylet.out", "raylet.err", "dashboard_agent.log", "runtime_env_agent.log")
 HEAD_LOGS = ("gcs_server.out", "gcs_server.err", "dashboard.log", "monitor.log")
-RECENT_DEATH_S = words.RECENT_DEATH_S  # the checks' window (RLD402/RLD403): a finding's log is in the bundle
 DEAD_WORKERS_PER_NODE, DEAD_WORKERS_TOTAL = 4, 16
 TUNE_ROWS, TUNE_MAX_BYTES = 10, 512 * 1024
 MAX_RUNNING_ROWS = 2000  # the oldest calls: the ones that matter
@@ -144,7 +144,7 @@ class Gatherer:
                                  time.perf_counter() - started))
             return None
         except Exception as exc:
-            self._done(item.fail(error_line(exc), time.perf_counter() - started))
+            self._done(item.fail(first_line(exc), time.perf_counter() - started))
             return None
         item.payload, item.duration_s = rows, round(time.perf_counter() - started, 3)
         item.details["rows"] = len(rows)
@@ -354,7 +354,7 @@ def _recent_dead_workers(doc: dict) -> dict[str, list[dict]]:
     dead = list((doc.get("workers") or {}).get("dead") or [])
     now_ms = _taken_ms(doc)
     dead = [w for w in dead if w.get("worker_id") and w.get("node_id")
-            and (now_ms - (w.get("end_time_ms") or 0)) / 1000 <= RECENT_DEATH_S]
+            and (now_ms - (w.get("end_time_ms") or 0)) / 1000 <= words.RECENT_DEATH_S]  # the checks' window: a finding's log is in the bundle
     dead.sort(key=lambda w: -(w.get("end_time_ms") or 0))
     by_node: dict[str, list[dict]] = {}
     for w in dead[:DEAD_WORKERS_TOTAL * 4]:

@@ -1,13 +1,13 @@
 """The jobs that ended (or run) within the window, and the last words of the failed ones (RLD405).
 
-Raw facts only (the chain is built by rldoctor.checks._chains, on a live cluster and on logs
+Raw facts only (the chain is built by rldoctor.failure_chains, on a live cluster and on logs
 alike): Ray's job table (status, message, times, driver), the tail of each failed job's driver
 log (`job-driver-<submission id>.log`, through the dashboard's log route on the driver's node)
 and the `.err` tails of the workers in its chain (the job's dead actors, and the one the
 driver's traceback names), dead ones included. Every read is bounded: at most JOB_LIMIT jobs,
 FAILED_LIMIT failed jobs read closer, WORKERS_PER_JOB workers each, a tail of lines and bytes
 per log, and each call has its own timeout; the section says what it cut (`cut`, `notes`).
-Every line is redacted before it is stored. Shape: /work/coord/postmortem-schema.md.
+Every line is redacted before it is stored. Shape: `jobs` in rldoctor.snapshot_shape.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 
-from rldoctor.cluster import bounded
+from rldoctor.cluster import bounded, nodes
 from rldoctor.cluster.actors import _require_state_api
 from rldoctor.cluster.sections import section
 from rldoctor.errors import first_line
@@ -134,7 +134,7 @@ _RLLIB_ACTOR = re.compile(r"EnvRunner|Learner|_WrappedExecutable")
 def _hand_run_training_died(job: dict, actors: list[dict]) -> bool:
     """A driver run by hand that Ray calls SUCCEEDED (it keeps no exit code) whose RLlib actors
     died of something else than their owner's end or ray.kill: its runners' logs are read too
-    (the analysis, rldoctor.checks._chains.training_died_under, decides)."""
+    (the analysis, rldoctor.failure_chains.training_died_under, decides)."""
     if job.get("type") != "DRIVER" or job.get("status") != "SUCCEEDED":
         return False
     return any(a.get("job_id") == job.get("job_id") and a.get("state") == "DEAD"
@@ -290,25 +290,12 @@ def _read_worker_logs(route, job: dict, actors: list[dict]) -> None:
         job["worker_logs"].append(entry)
 
 
-def node_times(budget, cluster: dict | None) -> dict[str, dict]:
-    """{node id: {start_time, end_time}} (epoch s) from the state API's node list."""
-    from ray.util.state import list_nodes
-
-    address = _require_state_api(cluster)
-    out = {}
-    for n in bounded.listed("jobs", list_nodes, address=address, detail=True, limit=10_000,
-                            timeout=int(budget.left(5)), raise_on_missing_output=False):
-        out[n.node_id] = {"start_time": _seconds(getattr(n, "start_time_ms", None)),
-                          "end_time": _seconds(getattr(n, "end_time_ms", None))}
-    return out
-
-
-def add_node_times(doc: dict, times: dict[str, dict]) -> None:
+def add_node_times(doc: dict, times: dict[str, tuple]) -> None:
     for node in doc.get("nodes") or []:
         found = times.get(node.get("node_id"))
         if found:
-            node["start_time"] = found["start_time"]
-            node["end_time"] = None if node.get("alive") else found["end_time"]
+            node["start_time"] = _seconds(found[0])
+            node["end_time"] = None if node.get("alive") else _seconds(found[1])
 
 
 def add_actor_end_times(doc: dict) -> None:
@@ -327,7 +314,7 @@ def jobs_section(ctx) -> dict:
     section = collect(ctx.conn, ctx.budget, cluster, ctx.value("job_table"),
                       lambda: ctx.doc.get("actors"))
     try:
-        add_node_times(ctx.doc, node_times(ctx.budget, cluster))
+        add_node_times(ctx.doc, nodes.times(ctx.budget, _require_state_api(cluster)))
     except Exception as exc:  # the times are a bonus to the timeline
         section.setdefault("notes", []).append(f"node times not read: {first_line(exc)}")
     return section

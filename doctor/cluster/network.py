@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from rldoctor.cluster.session import error_line
+from rldoctor.errors import first_line
 from rldoctor.cluster.fleet import ask
 from rldoctor.words import percentile
 from rldoctor.cluster.sections import section
@@ -171,7 +171,7 @@ def _recheck(fleet, result: dict, baseline: str | None, object_bytes: int, budge
             mine, base = _interleaved_pings(fleet.actors[node_id], fleet.actors[baseline],
                                             RECHECK_PINGS, budget)
         except Exception as exc:
-            entry["recheck"] = {"status": "error", "error": error_line(exc, 200)}
+            entry["recheck"] = {"status": "error", "error": first_line(exc, 200)}
             continue
         entry["recheck"] = {
             "status": "ok", "peer_node_id": baseline,
@@ -202,7 +202,7 @@ def _recheck(fleet, result: dict, baseline: str | None, object_bytes: int, budge
                 if not time_left():
                     break
         except Exception as exc:
-            entry["transfer_recheck"] = {"status": "error", "error": error_line(exc, 200),
+            entry["transfer_recheck"] = {"status": "error", "error": first_line(exc, 200),
                                          "mib_s": mine, "peer_mib_s": theirs}
             continue
         entry["transfer_recheck"] = {"status": "ok", "peer_node_id": peer,
@@ -252,7 +252,7 @@ def collect(conn, budget, fleet, object_store: dict | None = None,
                 pulls[node_id] = [_pull_seconds(fleet, node_id, source, object_bytes, budget)
                                   for _ in range(2)]
             except Exception as exc:
-                errors[node_id] = error_line(exc, 200)
+                errors[node_id] = first_line(exc, 200)
     for node_id in nodes:
         values = samples[node_id]
         entry: dict = {"samples": len(values)}

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 
-from rldoctor.cluster.session import error_line
+from rldoctor.errors import first_line
 from rldoctor.node import probes
 
 TAIL_LINES = 2000
-TAIL_BYTES = probes.LOG_TAIL_BYTES
 RAYLET_LOGS = ("raylet", ".out", ".err")
 
 
@@ -34,7 +33,7 @@ def raylet_signals(route, node_id: str, deadline: float, own: str | None = None)
     try:
         names = _raylet_files(route.list_files(node_id))
     except Exception as exc:
-        return {"error": f"log listing: {error_line(exc, 200)}"}
+        return {"error": f"log listing: {first_line(exc, 200)}"}
     mine = [n for n in names if own and n in (f"{own}.out", f"{own}.err")]
     if mine:
         names = sorted(mine, key=lambda n: not n.endswith(".err"))  # .err: ERROR lines only, short
@@ -43,9 +42,9 @@ def raylet_signals(route, node_id: str, deadline: float, own: str | None = None)
         if time.monotonic() > deadline:
             break
         try:
-            data, _ = route.tail(node_id, name, TAIL_LINES, TAIL_BYTES)
+            data, _ = route.tail(node_id, name, TAIL_LINES, probes.LOG_TAIL_BYTES)
         except Exception as exc:
-            texts[name] = ("", error_line(exc, 200))
+            texts[name] = ("", first_line(exc, 200))
             continue
         texts[name] = (data.decode("utf-8", errors="replace"), None)
     outs = [n for n in texts if n.endswith(".out")]

@@ -51,6 +51,18 @@ def read_without_driver(gcs_address: str) -> list[dict]:
     return rows(*node_table_without_driver(gcs_address))
 
 
+def times(budget, address: str) -> dict[str, tuple]:
+    """{node id: (start, end) in epoch ms} from the state API's node list (the jobs section
+    dates each dead node's end with it)."""
+    from ray.util.state import list_nodes
+
+    from rldoctor.cluster import bounded
+
+    return {n.node_id: (getattr(n, "start_time_ms", None), getattr(n, "end_time_ms", None))
+            for n in bounded.listed("jobs", list_nodes, address=address, detail=True, limit=10_000,
+                                    timeout=int(budget.left(5)), raise_on_missing_output=False)}
+
+
 def alive_ids(nodes: list[dict] | None) -> list[str]:
     """The alive nodes of a nodes section; read now when the section is missing."""
     return [n["node_id"] for n in (read() if nodes is None else nodes) if n.get("alive")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rldoctor.cluster.private import raylet_node_stats
 from rldoctor.cluster.raylets import addresses, fan_out
-from rldoctor.cluster.session import error_line
+from rldoctor.errors import first_line
 from rldoctor.cluster.sections import section
 
 PER_NODE_TIMEOUT_S = 5.0
@@ -26,7 +26,7 @@ def collect(conn, budget, nodes: list[dict] | None, silent: dict[str, str] | Non
             try:
                 out["nodes"][node_id] = future.result(timeout=timeout + 1)
             except Exception as exc:  # one silent raylet costs its own figures only
-                out["failed"][node_id] = error_line(exc, 200)
+                out["failed"][node_id] = first_line(exc, 200)
     return out
 
 

@@ -6,7 +6,7 @@ test_cluster_events_never_reach_rldoctors_stdout for the relay switch), which fa
 the pinned Ray stops providing it. Only collectors import this module. Private Ray used
 elsewhere, each at its one place: the GCS auth probe's raw gRPC call (collect/auth.py),
 Ray's cluster-YAML validator and node providers (lint/cluster_yaml.py, `ray.autoscaler.
-_private`), and the local bootstrap address of smoke-train (smoke/run.py).
+_private`), and the local bootstrap address of smoke-train (cluster/smoke.py).
 """
 
 from __future__ import annotations

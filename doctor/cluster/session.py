@@ -22,14 +22,10 @@ import time
 from typing import Callable
 
 from rldoctor.cluster import connect
-from rldoctor.cluster.sections import Unavailable  # noqa: F401 (raised by the collectors)
 from rldoctor.errors import Undiagnosable, first_line
-from rldoctor.snapshot_document import NOT_FROM_A_LIVE_CLUSTER, new_document  # noqa: F401 (also read from here)
+from rldoctor.snapshot_document import NOT_FROM_A_LIVE_CLUSTER, new_document
 
 DEFAULT_TIMEOUT_S = 30.0
-
-
-error_line = first_line  # `Type: first line of the message` (rldoctor.errors)
 
 
 class Budget:
@@ -163,7 +159,7 @@ class LiveSession:
                 extra(self.conn, budget, self.fleet, doc)
             except Exception as exc:
                 doc.setdefault("notes", []).append(
-                    f"{getattr(extra, '__name__', 'extra')} failed: {error_line(exc)}")
+                    f"{getattr(extra, '__name__', 'extra')} failed: {first_line(exc)}")
 
     def close(self, leave: bool = True) -> None:
         """Kill every probe; with `leave`, also disconnect (ray.shutdown)."""

@@ -153,7 +153,6 @@ def mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-percentile = words.percentile  # q in 0..100, interpolated: one implementation for every side
 
 
 def _r(value, digits=3):
@@ -182,7 +181,7 @@ def compute_figures(smoke: dict) -> dict:
         "startup_s": _r(smoke.get("startup_s")),
         "iterations": len(curve),
         "iteration_s_mean": _r(mean(iter_times)),
-        "iteration_s_p95": _r(percentile(iter_times, 95)),
+        "iteration_s_p95": _r(words.percentile(iter_times, 95)),
         "env_steps_sampled": steps,
         "env_steps_per_s": _r(steps / total_time, 1) if steps and total_time else None,
         "steps_to_target": finite(hit.get("env_steps_lifetime")) if hit else None,

@@ -11,7 +11,6 @@ from __future__ import annotations
 from rldoctor.rllib_roles import rllib_role
 from rldoctor import words
 
-LONG_CALL_S = words.LONG_CALL_S  # when the snapshot records no `training.long_call_s`
 MAX_STACKS = 48
 _ROLE_ORDER = {"algorithm": 0, "learner": 1, "env runner": 2}
 
@@ -32,7 +31,7 @@ def stack_targets(doc: dict, running_tasks: list[dict], jobs: list[dict], now_ms
                   long_call_s: float | None = None, limit: int = MAX_STACKS) -> list[dict]:
     """[{"node_id", "pid", "label"}], the RLlib processes first, at most `limit`."""
     if long_call_s is None:  # the collector's bar, as the snapshot records it
-        long_call_s = (doc.get("training") or {}).get("long_call_s") or LONG_CALL_S
+        long_call_s = (doc.get("training") or {}).get("long_call_s") or words.LONG_CALL_S
     found: dict = {}
     rllib_jobs, algorithm_jobs = set(), set()
     for actor in (doc.get("actors") or {}).get("items") or []:

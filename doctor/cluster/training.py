@@ -30,7 +30,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from rldoctor.cluster import bounded
-from rldoctor.cluster.session import Unavailable, error_line
+from rldoctor.cluster.sections import Unavailable
+from rldoctor.errors import first_line
 from rldoctor.cluster.cluster_facts import state_api_address
 from rldoctor import words
 from rldoctor.cluster.sections import section
@@ -43,7 +44,6 @@ _SAMPLE = re.compile(r'^' + STEPS_METRIC + r'\{(?P<labels>[^}]*)\}\s+(?P<value>\
 _WORKER_LABEL = re.compile(r'WorkerId="([0-9a-f]+)"')
 # A call that has run this long gets a closer look (peers' history, a stack); the check
 # (RLD605) decides, with its own floor, whether it is hung.
-LONG_CALL_S = words.LONG_CALL_S  # written into the snapshot as `training.long_call_s`
 MAX_CLOSER_LOOKS = 8
 PEER_HISTORY_ROWS = 200
 MAX_PEERS_LOOKED_AT = 4
@@ -90,7 +90,7 @@ def scrape_env_steps(nodes: list[dict]) -> dict:
             try:
                 out["steps"].update(future.result())
             except Exception as exc:
-                out["failed"][node_id] = error_line(exc, 200)
+                out["failed"][node_id] = first_line(exc, 200)
     out["duration_s"] = round(time.perf_counter() - started, 3)
     return out
 
@@ -250,7 +250,7 @@ def assemble(actors: dict | None, sources: dict, nodes: list[dict] | None) -> di
         trainings.append(training)
     return {"trainings": trainings, "collected_at_ms": now_ms, "sources_fetch_s": sources.get("fetch_s"),
             "metrics": {k: v for k, v in (sources.get("metrics") or {}).items() if k != "steps"},
-            "long_call_s": LONG_CALL_S}
+            "long_call_s": words.LONG_CALL_S}
 
 
 def _ended_on_purpose(runner: dict) -> bool:
@@ -281,7 +281,7 @@ def look_closer(section: dict, cluster: dict | None, fleet, budget) -> None:
     for training in section["trainings"]:
         for group in ("runners", "learners"):
             members = training[group]
-            slow = [m for m in members if (m.get("call") or {}).get("age_s", 0) >= LONG_CALL_S]
+            slow = [m for m in members if (m.get("call") or {}).get("age_s", 0) >= words.LONG_CALL_S]
             if not slow:
                 continue
             long_calls += slow
@@ -293,7 +293,7 @@ def look_closer(section: dict, cluster: dict | None, fleet, budget) -> None:
                         durations += _finished_durations(address, peer["actor_id"],
                                                          int(budget.left(5)))
                     except Exception as exc:  # history is a bonus
-                        training.setdefault("history_errors", []).append(error_line(exc, 200))
+                        training.setdefault("history_errors", []).append(first_line(exc, 200))
             if durations:
                 training.setdefault("peer_calls", {})[group] = {
                     "count": len(durations), "median_s": round(statistics.median(durations), 3),

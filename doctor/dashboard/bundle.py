@@ -15,7 +15,7 @@ import base64
 
 from rldoctor.bundle.manifest import Item
 from rldoctor.job.bundle import ITEMS_BEGIN, ITEMS_END, ITEMS_FAILED
-from rldoctor.job.main import unframe
+from rldoctor.job import unframe
 from rldoctor.words import node_label
 
 ITEMS_TIME_S = 20.0 + 10.0  # the Gatherer's own budget for items, plus redaction and printing

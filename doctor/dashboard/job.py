@@ -17,7 +17,7 @@ import uuid
 from contextlib import contextmanager
 
 from rldoctor import __version__
-from rldoctor.job.main import END, FAILED, unframe
+from rldoctor.job import END, FAILED, unframe
 from rldoctor.dashboard.http import Dashboard
 from rldoctor.dashboard.package import Package
 from rldoctor.errors import Undiagnosable

@@ -34,7 +34,6 @@ MAX_POINTS = 2000
 MAX_TRIALS = 200
 _CONFIG_START = '"config": {'
 # What a check may judge on; everything else in a row is left unread.
-LEARNER_HEALTH = words.LEARNER_HEALTH
 SETTINGS = ("env", "lr", "train_batch_size_per_learner", "train_batch_size", "minibatch_size",
             "num_epochs", "num_env_runners", "num_envs_per_env_runner", "num_learners",
             "rollout_fragment_length", "gamma", "lambda", "entropy_coeff", "clip_param",

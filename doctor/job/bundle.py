@@ -102,7 +102,7 @@ def encode_item(item) -> dict:
 
 def send_items(gatherer, doc: dict, max_bytes: int) -> None:
     """Print the redacted, fitted items framed; one failure line instead when that fails."""
-    from rldoctor.job.main import frame
+    from rldoctor.job import frame
     from rldoctor.words import first_line
 
     try:

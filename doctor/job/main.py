@@ -14,42 +14,13 @@ of the output stays on the head. Standard library and ray only.
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 import json
 import os
 import platform
 import sys
 import time
 
-BEGIN = "=====RLDOCTOR-SNAPSHOT-BEGIN====="
-END = "=====RLDOCTOR-SNAPSHOT-END====="
-FAILED = "RLDOCTOR-JOB-FAILED: "
-
-
-def frame(doc, begin: str = BEGIN, end: str = END) -> str:
-    """`doc` (or its JSON text, when a str) gzipped, base64, between two marker lines."""
-    text = doc if isinstance(doc, str) else json.dumps(doc, default=str)
-    packed = base64.b64encode(gzip.compress(text.encode(), 6)).decode()
-    lines = [packed[i:i + 76] for i in range(0, len(packed), 76)]
-    return "\n".join([begin, *lines, end])
-
-
-def unframe(logs: str, begin: str = BEGIN, end: str = END) -> dict | None:
-    """The snapshot (or what `begin`/`end` frame) in a job's logs, or None when the frame is
-    missing or cut."""
-    start = logs.rfind(begin)
-    if start < 0:
-        return None
-    stop = logs.find(end, start)
-    if stop < 0:
-        return None
-    packed = "".join(line.strip() for line in logs[start + len(begin):stop].splitlines())
-    try:
-        return json.loads(gzip.decompress(base64.b64decode(packed)))
-    except (ValueError, OSError, EOFError):
-        return None
-
+from rldoctor.job import FAILED, frame
 
 def _process_age_s() -> float | None:
     """Seconds since this process started (the interpreter's start-up and imports)."""

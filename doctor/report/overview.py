@@ -17,13 +17,9 @@ from __future__ import annotations
 from rldoctor import node_state
 from rldoctor.words import ZONE_LABEL
 
-DEFAULT_ZONE_LABEL = ZONE_LABEL
 SHOWN_ROWS = 20  # table and Markdown: the worst rows of a cluster larger than this
 _VERSION_KEYS = ("ray", "python", "rllib", "torch", "gymnasium")
 _SECTIONS = ("nodes", "object_store", "hosts", "network", "versions")
-
-# How wrong a node's state is, worst first (rldoctor.node_state); figures break ties (_badness).
-_STATE_RANK = node_state.RANK
 
 
 def _fraction(used, total):
@@ -102,7 +98,8 @@ def _ip_key(ip: str | None) -> tuple:
 def _badness(row: dict) -> tuple:
     """Sort key, worst first: state, then findings, then the fullest store or memory, then latency."""
     fullest = max(row["store_used_fraction"] or 0, row["memory_used_fraction"] or 0)
-    return (-_STATE_RANK.get(row["state"], 1), -len(row["findings"]), -fullest,
+    # how wrong a node's state is, worst first (rldoctor.node_state); figures break ties
+    return (-node_state.RANK.get(row["state"], 1), -len(row["findings"]), -fullest,
             -(row["rtt_p50_ms"] or 0))
 
 
@@ -130,7 +127,7 @@ def autoscaler_summary(snap):
 
 def build(snap, findings=(), zone_label: str | None = None) -> dict:
     """The overview of the cluster in `snap`; `findings` name the nodes they are about."""
-    label = zone_label or DEFAULT_ZONE_LABEL
+    label = zone_label or ZONE_LABEL
     differing = _differing_versions(snap.get("versions"))
     rows = sorted((_row(n, snap, label, differing) for n in snap.nodes),
                   key=lambda r: (not r["is_head"], _ip_key(r["ip"]), r["node_id"]))

@@ -1,7 +1,7 @@
 """The report's timeline: the events of an incident, oldest first (node deaths, worker and actor
 deaths with their cause, actor restarts, OOM kills, job status changes, runtime_env failures).
 
-The events come from rldoctor.checks._chains (pure, the same whatever the snapshot's source);
+The events come from rldoctor.failure_chains (pure, the same whatever the snapshot's source);
 this module adds each event's clock time (the cluster's, in UTC) and its age: from the
 snapshot's time for a live cluster's snapshot, from now for one read from logs (a session read
 days later must not say "0 s ago"; the report states where the logs end, `logs_end`).
@@ -12,16 +12,16 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from rldoctor.checks import _chains
+from rldoctor import failure_chains as chains
 
 
 def build(snap, window_s: float | None = None, clock=time.time) -> list[dict]:
     data = snap.data
-    now = _chains.now_of(data)  # the snapshot's time; for logs, their last line: --since counts from it
-    window = _chains.window_of(data, window_s)
+    now = chains.now_of(data)  # the snapshot's time; for logs, their last line: --since counts from it
+    window = chains.window_of(data, window_s)
     ages_from = clock() if from_logs(data) else now
     rows = []
-    for event in _chains.timeline_events(data):
+    for event in chains.timeline_events(data):
         t = event["time"]
         if t is not None and now is not None and t < now - window:
             continue
@@ -40,7 +40,7 @@ def logs_end(snap, clock=time.time) -> dict | None:
     any other snapshot."""
     if not from_logs(snap.data):
         return None
-    end = _chains.now_of(snap.data)
+    end = chains.now_of(snap.data)
     if end is None:
         return None
     return {"time": _iso(end), "epoch": end, "age": age_text(clock() - end)}

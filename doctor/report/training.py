@@ -12,7 +12,6 @@ import os
 
 from rldoctor import words
 
-LONG_CALL_S = words.LONG_CALL_S  # only for a snapshot that does not record its own `long_call_s`
 
 
 def _stuck_in(stack: dict | None) -> str | None:
@@ -41,7 +40,7 @@ def summarize(section: dict | None, findings=()) -> list[dict]:
     if not section:
         return []
     stacks = section.get("stacks") or {}
-    long_call_s = section.get("long_call_s") or LONG_CALL_S  # what the collector judged by
+    long_call_s = section.get("long_call_s") or words.LONG_CALL_S  # what the collector judged by
     named: dict[str, list[str]] = {}
     for f in findings:
         named.setdefault(f.subject, []).append(f.code)
@@ -73,5 +72,5 @@ def not_fine(member: dict, long_call_s: float | None = None) -> bool:
     """A member the short views show: with a finding, not alive, restarted, or in a call at
     least `long_call_s` old (its training's `long_call_s`, from the snapshot)."""
     return bool(member.get("findings")) or member.get("state") != "ALIVE" or \
-        (member.get("call_age_s") or 0) >= (long_call_s or LONG_CALL_S) or \
+        (member.get("call_age_s") or 0) >= (long_call_s or words.LONG_CALL_S) or \
         (member.get("num_restarts") or 0) > 0

@@ -33,8 +33,8 @@ def _on_signal(signum, frame):
 
 
 def serve(address: str | None, timeout_s: float, answers) -> int:
-    from rldoctor.cluster.session import LiveSession, error_line, quiet_ray
-    from rldoctor.errors import RldoctorError
+    from rldoctor.cluster.session import LiveSession, quiet_ray
+    from rldoctor.errors import RldoctorError, first_line
 
     session = None
     with quiet_ray() as ray_log:  # what Ray prints goes to a log, never into the answers
@@ -50,7 +50,7 @@ def serve(address: str | None, timeout_s: float, answers) -> int:
                     _answer(answers, {"ok": False, "reason": str(exc)})
                     return 3
                 except Exception as exc:  # never a traceback: the watch logs the reason
-                    _answer(answers, {"ok": False, "reason": error_line(exc)})
+                    _answer(answers, {"ok": False, "reason": first_line(exc)})
                     return 1
                 doc.setdefault("timing", {})["probes_kept"] = session.fleet.probe_count
                 _answer(answers, {"ok": True, "doc": doc})

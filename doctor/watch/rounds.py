@@ -280,12 +280,12 @@ class Watch:
             self.log.write({"time": _stamp(started), "event": "round_failed", "reason": str(exc)})
             return
         except Exception as exc:  # a bug in one round never ends the watch
-            from rldoctor.cluster.session import error_line
+            from rldoctor.errors import first_line
 
             self.failed += 1
             self.metrics.down(started, time.monotonic() - t0)
             self.log.write({"time": _stamp(started), "event": "round_failed",
-                            "reason": f"rldoctor could not judge the round: {error_line(exc)}"})
+                            "reason": f"rldoctor could not judge the round: {first_line(exc)}"})
             return
         names = {r.code: r.name for r in report.results}
         now = transitions.current(report, names, self.open)

@@ -8,6 +8,13 @@ nodes, actors, workers, jobs, events. Sections only a live cluster can fill are 
 and `collectors` says why, so the checks that need them are skipped with that reason.
 
 Standard library only, and never ray: the client-only install reads logs too.
+
+    files.py          which files of a session directory are what
+    lines.py          one log line of Ray's: its time and what it says
+    catalogue.py      Ray's own log lines as data: what each means, which releases write it
+    scan.py           every file read against the catalogue
+    build.py          from the files to one snapshot (source.kind "logs")
+    bundle_items.py   the bundle's log items when a bundle is made from logs
 """
 
 from __future__ import annotations

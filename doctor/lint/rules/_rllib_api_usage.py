@@ -24,9 +24,8 @@ from rldoctor.lint.rules._config_dicts import ConfigDicts, closure
 from rldoctor.lint.rules.table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
 from rldoctor.lint.rules._rllib_values import filter_verdict, inert_verdict
 
-ALGORITHMS = words.ALGORITHMS  # the one list, shared with the checks' rllib_role
-CONFIG_CLASSES = {"AlgorithmConfig"} | {f"{a}Config" for a in ALGORITHMS}
-RLLIB_TRAINABLES = set(ALGORITHMS) | {"A2C", "A3C", "PG", "DDPG", "TD3", "APEX", "APEX_DDPG", "ES", "ARS",
+CONFIG_CLASSES = {"AlgorithmConfig"} | {f"{a}Config" for a in words.ALGORITHMS}
+RLLIB_TRAINABLES = set(words.ALGORITHMS) | {"A2C", "A3C", "PG", "DDPG", "TD3", "APEX", "APEX_DDPG", "ES", "ARS",
                                       "R2D2", "SimpleQ", "QMIX", "MADDPG", "AlphaZero", "MAML", "SlateQ"}
 _CONFIG_NAME = re.compile(r"(^|_)(config|cfg|conf)$|^(algo|ppo|base|my)_?config", re.I)
 _ALGO_NAME = re.compile(r"(^|_)(algo|algorithm|trainer|agent)s?$", re.I)
@@ -51,7 +50,7 @@ TRAINERS = {r.old for r in _BY_SHAPE["name"] if r.old.endswith("Trainer")}  # PP
 
 
 def _algorithm_class(name: str) -> bool:
-    return _last(name) in ALGORITHMS or _last(name) in TRAINERS or _last(name) == "Algorithm"
+    return _last(name) in words.ALGORITHMS or _last(name) in TRAINERS or _last(name) == "Algorithm"
 
 
 @dataclass

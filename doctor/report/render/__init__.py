@@ -1,7 +1,11 @@
 """Renderers: a plain map from format name to a function Report -> str; the map is the
 list of formats (`FORMATS`, the commands' --format choices). `rldoctor lint` has its own
 map: its compiler-style text, then every report renderer but the cluster table. Every command
-takes both `table` and `text` for its human format (check's table, lint's compiler lines)."""
+takes both `table` and `text` for its human format (check's table, lint's compiler lines).
+
+    table.py, markdown.py, json.py, lint_text.py   one module per format
+    text.py, overview.py, training.py   the text they share: lines, the cluster overview, the
+                  Training part"""
 
 from rldoctor.report.render.json import render_json
 from rldoctor.report.render.lint_text import render_lint_text

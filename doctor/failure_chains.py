@@ -1,10 +1,11 @@
 """Why a job or an RLlib training failed: the chain from the job's end back to what started it.
 
-Pure (standard library only): it reads the snapshot's raw facts, whatever their source (a live
-cluster's state API, or the session directories a dead cluster left, source.kind "logs"), and
-joins them. RLD405 (checks/workers.py) reports its chains; the report's timeline
-(rldoctor.report.timeline) lists its events. The facts it reads are described in
-/work/coord/postmortem-schema.md and the README ("job-failed"):
+A snapshot-side library, pure (standard library only): it reads the snapshot's raw facts,
+whatever their source (a live cluster's state API, or the session directories a dead cluster
+left, source.kind "logs"), and joins them. RLD405 (checks/workers/crashes.py) reports its
+chains; the report's timeline (rldoctor.report.timeline) lists its events. The facts it reads
+(collected by rldoctor.cluster.jobs, or read from logs by rldoctor.inputs.logdir; RLD405 in
+docs/checks.md):
 
 - `jobs.jobs[]`: status, message, times, the driver, `driver_log_tail`, `worker_logs`;
 - `actors.items[]`: dead actors with Ray's death cause (kind, reason, message);
@@ -39,9 +40,7 @@ _UNAVAILABLE = re.compile(r"The actor ([0-9a-f]{32}) is unavailable")
 _PID = re.compile(r"\bpid[:=]\s*(\d+)")
 _CLASS = re.compile(r"class_name:\s*(\w+)")
 _IP = re.compile(r"\bip[:=]\s*([\d.]+)")
-_NODE_ID = re.compile(r"Node I[Dd]:?\s*([0-9a-f]{56})")
 _MODULE = re.compile(r"No module named '([\w.]+)'")
-_EXIT_CODE = re.compile(r"exit code (-?\d+)")
 # Where a remote worker's "Traceback" line was, Ray writes the task: `ray::Cls.method() (pid=N, ip=X, ...)`
 _REMOTE = re.compile(r"^(?:[\w.]*RayTaskError(?:\([\w.]+\))?: )?ray::(?P<name>[\w.]+)\(\) "
                      r"\(pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.:a-fA-F]+))?")
@@ -577,7 +576,7 @@ def claimed_workers(data: dict) -> set[tuple]:
     story, not a system error): the worker whose code raised or could not import the user's
     code, and every other worker of the job that died with it (from the first death of the
     chain on; one that died earlier is a crash of its own)."""
-    from rldoctor.checks._exits import Ends
+    from rldoctor.worker_exits import Ends
 
     out = set()
     chains = failed_jobs(data)
@@ -657,7 +656,7 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
             add(facts.actor_end(a), kind, f"actor:{a.get('actor_id')}", _actor_text, (a, w))
         if int(a.get("num_restarts") or 0) > 0:
             add(None, "actor_restarted", f"actor:{a.get('actor_id')}", _restart_text, a)
-    from rldoctor.checks._exits import Ends
+    from rldoctor.worker_exits import Ends
 
     ends = Ends(data)
     for w in facts.dead:
@@ -741,7 +740,7 @@ def _restart_text(a) -> str:
 
 
 def _worker_text(w, facts) -> str:
-    from rldoctor.checks._exits import driver_job
+    from rldoctor.worker_exits import driver_job
 
     job = driver_job(w.get("worker_id"))
     who = f"the driver of job {job} (pid {w.get('pid') or '?'})" if job else f"worker pid {w.get('pid')}"

@@ -17,7 +17,7 @@ Ray records many ends that nobody needs to act on with the same exit types as cr
 INTENDED_USER_EXIT, never collected as bad exits.) The one reading for every source (a live
 cluster, a snapshot, a bundle, a session directory): RLD402 and RLD403 report crashes only, and
 the timeline tells the ends asked for, with why. The workers of a failed job that died with it
-are its RLD405 chain's (rldoctor.checks._chains.claimed_workers).
+are its RLD405 chain's (rldoctor.failure_chains.claimed_workers).
 """
 
 from __future__ import annotations
