@@ -620,7 +620,8 @@ class FileUsages:
                         renamed_names.add(row.old)
                         uses = [u for u in self.facts["ray_name_loads"] if u["name"] == row.old]
                 self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {row.old}`",
-                          f"`{row.new}`" if row.new else "", edits=edits)
+                          f"`{row.new}`" if row.new else "", edits=edits,
+                          says=self._name_says(row, module))
                 for use in uses:  # each use is renamed on its own line, as its own finding
                     self.emit(row, use["span"], f"`{row.old}` (imported on line {imp['span'][0]})",
                               f"`{row.new}`", edits=[_edit(use["span"], row.old, row.new)],
@@ -647,7 +648,32 @@ class FileUsages:
             if row and attr["receiver"] and full.startswith(tuple(w + "." for w in row.where)):
                 self.emit(row, attr["span"], f"`{attr['receiver']}.{row.old}`",
                           f"`{attr['receiver']}.{row.new}`" if row.new else "",
-                          edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical and row.new else [])
+                          edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical and row.new else [],
+                          says=self._name_says(row, full.rpartition(".")[0], attribute=True))
+
+    def _gone_module(self, module: str) -> str | None:
+        """The first part of `module` the installed Ray has no module for, or None."""
+        parts = module.split(".")
+        index = self.ray_modules if self.ray_modules and not self.ray_modules.get("error") else {}
+        for i in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if index.get(prefix, {}).get("exists") is False:
+                return prefix
+            if any(r.old == prefix and r.behaviour == "raises" for r in _BY_SHAPE["module"]):
+                return prefix
+        return None
+
+    def _name_says(self, row: Row, module: str, attribute: bool = False) -> str:
+        """What Python raises for a name row where it is used: the import of a module that is gone
+        fails with ModuleNotFoundError before the name is looked at, a name read off a module
+        object is an AttributeError, `from module import name` an ImportError."""
+        gone = self._gone_module(module)
+        if gone:
+            return (f"raises ModuleNotFoundError: No module named '{gone}' (the whole module is gone, "
+                    f"not only {row.old})")
+        if attribute:
+            return f"raises AttributeError: module '{module}' has no attribute '{row.old}'"
+        return self._says(row)
 
     # -- Algorithm objects --------------------------------------------------------------------------
     def algorithms(self) -> None:
