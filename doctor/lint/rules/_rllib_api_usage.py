@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from rldoctor import words
 from rldoctor.lint.rules._config_dicts import ConfigDicts, closure
-from rldoctor.lint.rules.table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
+from rldoctor.lint.rules.table import (CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, HISTORY_ROWS, ROWS,
+                                       SIGNATURE_ROWS, Row)
 from rldoctor.lint.rules._rllib_values import filter_verdict, inert_verdict
 
 ALGORITHMS = words.ALGORITHMS  # the one list, shared with the checks' rllib_role
@@ -45,7 +46,7 @@ _RESULT_METHODS = {"get_best_trial": 0, "get_best_result": 0, "get_best_config":
                    "get_best_checkpoint": 1, "get_trial_checkpoints_paths": 1, "dataframe": 0}
 _ENV_RUNNERS_ACCESS = re.compile(r"""(\[\s*["']env_runners["']\s*\]|\.get\(\s*["']env_runners["'][^()]*(\(\))?[^()]*\))\s*$""")
 _BY_SHAPE: dict[str, list[Row]] = {}
-for _row in ROWS:
+for _row in (*ROWS, *SIGNATURE_ROWS, *HISTORY_ROWS):
     _BY_SHAPE.setdefault(_row.shape, []).append(_row)
 TRAINERS = {r.old for r in _BY_SHAPE["name"] if r.old.endswith("Trainer")}  # PPOTrainer, ...
 
@@ -961,6 +962,91 @@ class FileUsages:
             new = row.new if row.new.startswith(("len(", "metrics_logger.")) else f"episode.{row.new}"
             self.emit(row, attr["span"], f"`episode.{row.old}`", f"`{new}`")
 
+    # -- Tune analyses, metrics loggers, callbacks' signatures, Algorithm constructors ------------
+    def _analysis_names(self) -> set[str]:
+        """Names bound to what `tune.run(...)` returns, or to an ExperimentAnalysis(...)."""
+        names = set()
+        for a in self.facts["assignments"]:
+            if a["kind"] != "call" or a.get("call") is None:
+                continue
+            call = self.calls[a["call"]]
+            resolved = self._resolve(call["func"])
+            if resolved in ("ray.tune.run", "ray.tune.tune.run", "ray.tune.run_experiments") or \
+                    _last(resolved) == "ExperimentAnalysis":
+                names.add(a["target"])
+        return names
+
+    def history_objects(self) -> None:
+        """Methods Ray removed or deprecated on a Tune ExperimentAnalysis and an RLlib MetricsLogger."""
+        analysis_rows = {r.old: r for r in _BY_SHAPE.get("analysis_call", [])}
+        logger_rows = {r.old: r for r in _BY_SHAPE.get("logger_call", [])}
+        kwarg_rows = _BY_SHAPE.get("logger_kwarg", [])
+        analyses = self._analysis_names()
+        for call in self.calls:
+            receiver = call["receiver"]
+            if not receiver or call["method"] is None:
+                continue
+            row = analysis_rows.get(call["name"] or "")
+            if row and receiver in analyses:
+                self.emit(row, call["name_span"], f"`{receiver}.{row.old}()` on the ExperimentAnalysis "
+                          "tune.run returns", f"`{receiver}.{row.new}(...)`" if row.new else "")
+            if _last(receiver) not in ("metrics_logger", "metrics"):
+                continue
+            if self.old_stack(call) or not self.rllib_file:
+                continue
+            row = logger_rows.get(call["name"] or "")
+            if row:
+                self.emit(row, call["name_span"], f"`{receiver}.{row.old}()`",
+                          f"`{receiver}.{row.new}(...)`" if row.new else "")
+            for row in kwarg_rows:
+                if call["name"] not in row.where:
+                    continue
+                for kw in call["kwargs"]:
+                    if kw["name"] == row.old:
+                        reduce = next((k["value"] for k in call["kwargs"] if k["name"] == "reduce"), "mean")
+                        if reduce == "ema":
+                            continue
+                        self.emit(row, kw["span"], f"`{receiver}.{call['name']}(..., reduce={reduce!r}, "
+                                  f"{row.old}=...)`", 'reduce="ema"')
+
+    def mapping_functions(self) -> None:
+        """`policy_mapping_fn` of the old stack's signature (agent_id, episode, worker, **kw) on the
+        new stack, which calls it with (agent_id, episode) only."""
+        rows = _BY_SHAPE.get("mapping_fn_signature", [])
+        signatures = self.facts.get("signatures") or {}
+        for row in rows:
+            for call in self.calls:
+                for kw in call["kwargs"]:
+                    if kw["name"] != row.old:
+                        continue
+                    signature = kw.get("signature") or signatures.get(kw.get("ref") or "")
+                    if not signature or signature["var_args"] or len(signature["required"]) <= 2:
+                        continue
+                    if self.old_stack(call, call["chain"], call["receiver"]):
+                        continue
+                    span = kw["value_span"] if kw.get("signature") else kw["span"]
+                    name = "lambda" if kw.get("signature") else kw["ref"]
+                    self.emit(row, span, f"`{row.old}={name}` takes ({', '.join(signature['required'])}):",
+                              row.new)
+
+    def algorithm_constructors(self) -> None:
+        """`PPO(config=config, env="CartPole-v1")`, `Algorithm(config, env)`: the env argument."""
+        for row in _BY_SHAPE.get("algo_init_env", []):
+            for call in self.calls:
+                if call["method"] is not None and call["receiver"] not in (None,):
+                    pass
+                resolved = self._resolve(call["func"])
+                if not (_last(resolved) in ALGORITHMS or _last(resolved) == "Algorithm") or \
+                        _last(resolved) in TRAINERS:
+                    continue
+                if call["name"] in ("from_checkpoint", "get_default_config"):
+                    continue
+                kw = next((k for k in call["kwargs"] if k["name"] == "env"), None)
+                span = kw["span"] if kw else (call["args"][1]["span"] if len(call["args"]) >= 2 else None)
+                if span is None:
+                    continue
+                self.emit(row, span, f"`{call['func']}(..., env=...)`", row.fix)
+
     def run(self) -> list[Usage]:
         self.methods()
         self.kwargs()
@@ -973,6 +1059,9 @@ class FileUsages:
         self.run_configs()
         self.missing_attributes()
         self.callbacks()
+        self.history_objects()
+        self.mapping_functions()
+        self.algorithm_constructors()
         return self.out
 
 
