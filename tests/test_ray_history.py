@@ -163,3 +163,30 @@ def test_the_generator_reads_a_release_from_its_files(tmp_path):
     assert rows[("kwarg", "training", "old")] == {"kind": "kwarg", "class": "AlgorithmConfig",
                                                   "method": "training", "name": "old",
                                                   "deprecated": "2.0.0", "new": "lr", "raises": True}
+
+
+def test_ray_start_options_are_the_installed_ray_starts_click_options(history):
+    import click
+    from ray.scripts.scripts import start
+
+    real = {}
+    for param in start.params:
+        if not isinstance(param, click.Option):
+            continue
+        names = sorted(set(param.opts) | set(param.secondary_opts))
+        if isinstance(param.type, click.Choice):
+            kind = "choice"
+        else:
+            kind = {click.INT: "int", click.FLOAT: "float", click.STRING: "str", click.BOOL: "bool"}.get(
+                param.type, "other")
+        real[tuple(names)] = (param.is_flag or param.count, kind,
+                              sorted(param.type.choices) if kind == "choice" else None)
+    shipped = {tuple(o["names"]): (o["flag"], "bool" if o["flag"] else o["type"],
+                                   sorted(o["choices"]) if o.get("choices") else None)
+               for o in history["ray_start_options"]}
+    # choices the source names by a variable are not shipped: lint then checks only the name
+    real = {k: ("bool" if v[0] else v[1], v[2] if shipped.get(k, (0, 0, None))[2] else None)
+            for k, v in real.items()}
+    shipped = {k: (v[1], v[2]) for k, v in shipped.items()}
+    assert shipped == real
+    assert ("--redis-port",) not in shipped and ("--object-store-memory",) in shipped

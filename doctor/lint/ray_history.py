@@ -277,6 +277,65 @@ def read_release(source: Source) -> dict:
             "classes": classes}
 
 
+# ---- `ray start`'s options, as its click decorators declare them --------------------------------
+
+def _click_option(call) -> dict | None:
+    """{"names", "type", "choices", "flag"} of a `click.option(...)` call, or None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "option"):
+        return None
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+             and a.value.startswith("-")]
+    if not names:
+        return None
+    option = {"names": sorted({n.split("/")[0] for n in names} | {n.split("/")[1] for n in names if "/" in n}),
+              "type": "str", "flag": False}
+    for kw in call.keywords:
+        if kw.arg in ("is_flag", "count") and isinstance(kw.value, ast.Constant):
+            option["flag"] = bool(kw.value.value)
+        elif kw.arg == "type":
+            value = kw.value
+            if isinstance(value, ast.Name) and value.id in ("int", "float", "str", "bool"):
+                option["type"] = value.id
+            elif isinstance(value, ast.Call) and getattr(value.func, "attr", getattr(value.func, "id", "")) == "Choice":
+                choices = value.args[0] if value.args else None
+                option["type"] = "choice"  # its choices are known when written out as a list
+                if isinstance(choices, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in choices.elts):
+                    option["choices"] = [e.value for e in choices.elts]
+            else:
+                option["type"] = "other"
+    if any("/" in n for n in names):
+        option["flag"] = True
+    return option
+
+
+def ray_start_options(source: Source) -> list[dict]:
+    """The options of `ray start` (ray/scripts/scripts.py), with the logging options its
+    `add_click_logging_options` decorator adds (ray/autoscaler/_private/cli_logger.py)."""
+    files = set(source.files())
+    if "ray/scripts/scripts.py" not in files:
+        return []
+    tree = _parse(source.read("ray/scripts/scripts.py"))
+    options = []
+    for stmt in tree.body if tree else []:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "start":
+            for decorator in stmt.decorator_list:
+                if isinstance(decorator, ast.Call):
+                    option = _click_option(decorator)
+                    if option:
+                        options.append(option)
+                elif getattr(decorator, "id", "") == "add_click_logging_options" and \
+                        "ray/autoscaler/_private/cli_logger.py" in files:
+                    logger = _parse(source.read("ray/autoscaler/_private/cli_logger.py"))
+                    for node in ast.walk(logger) if logger else []:
+                        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CLICK_LOGGING_OPTIONS"
+                                                                for t in node.targets):
+                            for call in ast.walk(node.value):
+                                if isinstance(call, ast.Call) and _click_option(call):
+                                    options.append(_click_option(call))
+    return sorted(options, key=lambda o: o["names"])
+
+
 # ---- the rows ----------------------------------------------------------------------------------
 
 def _when_gone(versions: list[str], present: list[bool]) -> tuple[str, str] | None:
@@ -431,7 +490,7 @@ def build(sources: list[tuple[str, str]]) -> dict:
         releases.append((version, read_release(Source(where))))
         print(f"read Ray {version} from {where}", file=sys.stderr)
     return {"history_version": HISTORY_VERSION, "releases": [v for v, _ in sources],
-            "rows": rows_from(releases)}
+            "rows": rows_from(releases), "ray_start_options": ray_start_options(Source(sources[-1][1]))}
 
 
 def write(history: dict, path: Path = HISTORY_PATH) -> None:
