@@ -626,7 +626,7 @@ class FileUsages:
                 for use in uses:  # each use is renamed on its own line, as its own finding
                     self.emit(row, use["span"], f"`{row.old}` (imported on line {imp['span'][0]})",
                               f"`{row.new}`", edits=[_edit(use["span"], row.old, row.new)],
-                              says=f"is renamed {row.new} with its import: {self._says(row)}")
+                              says=f"is renamed {row.new} with its import: {self._name_says(row, module)}")
                 modules_done.add((tuple(imp["span"]), module, imp["name"]))
         self.missing_imports(modules_done)
         seen_free: set[str] = set()
@@ -1036,8 +1036,8 @@ class FileUsages:
                 if call["method"] is not None and call["receiver"] not in (None,):
                     pass
                 resolved = self._resolve(call["func"])
-                if not (_last(resolved) in ALGORITHMS or _last(resolved) == "Algorithm") or \
-                        _last(resolved) in TRAINERS:
+                if not (_last(resolved) in ALGORITHMS or _last(resolved) in TRAINERS
+                        or _last(resolved) == "Algorithm"):
                     continue
                 if call["name"] in ("from_checkpoint", "get_default_config"):
                     continue
