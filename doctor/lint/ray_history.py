@@ -32,15 +32,12 @@ file against the installed Ray.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import functools
 import gzip
 import json
 import os
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 HISTORY_PATH = Path(__file__).with_name("ray_history.json.gz")
@@ -80,6 +77,8 @@ class Source:
             repo, _, tag = where[4:].rpartition("@")
             self._git = (repo, tag)
         elif where.endswith(".whl"):
+            import zipfile
+
             self._zip = zipfile.ZipFile(where)
             # old wheels keep the package under ray-X.data/purelib/ (or platlib/)
             self._members = {}
@@ -93,6 +92,8 @@ class Source:
         if self._zip is not None:
             return sorted(self._members)
         if self._git is not None:
+            import subprocess
+
             repo, tag = self._git
             out = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", tag, "python/ray"],
                                  capture_output=True, text=True, check=True).stdout
@@ -105,6 +106,8 @@ class Source:
         if self._zip is not None:
             return self._zip.read(self._members[path]).decode("utf-8", "replace")
         if self._git is not None:
+            import subprocess
+
             repo, tag = self._git
             return subprocess.run(["git", "-C", repo, "show", f"{tag}:python/{path}"],
                                   capture_output=True, text=True, check=True).stdout
@@ -476,6 +479,8 @@ def _release_source(version: str) -> str:
     wheels = _cache_dir()
     found = sorted(wheels.glob(f"ray-{version}-*.whl"))
     if not found:
+        import subprocess
+
         wheels.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
                         "--python-version", "3.9", "--platform", "manylinux2014_x86_64",
@@ -511,6 +516,8 @@ def load(path: Path = HISTORY_PATH) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    import argparse
+
     from rldoctor.lint.ray_names import ray_build, ray_root
 
     parser = argparse.ArgumentParser(prog="python -m rldoctor.lint.ray_history")
