@@ -107,3 +107,47 @@ def test_old_stack_code_keeps_its_signature(tmp_path):
                   .multi_agent(policy_mapping_fn=lambda aid, episode, worker, **kw: "p0"))
         """)
     assert not [f for f in found if f[1] == "policy_mapping_fn-worker"], found
+
+
+def test_a_dict_config_reaching_tune_run_through_a_helper_is_rllibs(tmp_path):
+    """The trainable is a parameter (`args.run`): the dict's "env" and RLlib keys say whose it is."""
+    found = _lint(tmp_path, """\
+        import argparse
+        from ray import tune
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--run", default="PPO")
+
+
+        def run_same_policy(trainable, config):
+            return tune.run(trainable, config=config, stop={"training_iteration": 5})
+
+
+        def tune_a_function(config):
+            return tune.run(train_fn, config={"lr": 0.1, "batch_size": 64})
+
+
+        args = parser.parse_args()
+        config = {"env": "CartPole-v1", "sgd_minibatch_size": 64}
+        run_same_policy(args.run, config)
+        """)
+    assert (17, "key-sgd_minibatch_size", "fail") in found
+    assert not [f for f in found if f[0] == 13], found
+
+
+def test_ema_coeff_without_reduce_is_what_rllib_itself_writes(tmp_path):
+    """RLlib's own vpg example logs `log_value(key, v, ema_coeff=0.1)`: an EMA, fine on 2.60."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    MetricsLogger().log_value("a", 1.0, ema_coeff=0.1)
+    found = _lint(tmp_path, """\
+        from ray.rllib.algorithms.algorithm import Algorithm
+
+
+        class VPG(Algorithm):
+            def training_step(self):
+                self.metrics.log_value("ema", 1.0, ema_coeff=0.1)
+                self.metrics.log_value("mean", 1.0, reduce="mean", ema_coeff=0.1)
+        """)
+    assert [f for f in found if f[1] == "logger-log_value-ema_coeff"] == [
+        (7, "logger-log_value-ema_coeff", "fail")]

@@ -1003,9 +1003,10 @@ class FileUsages:
                     continue
                 for kw in call["kwargs"]:
                     if kw["name"] == row.old:
-                        reduce = next((k["value"] for k in call["kwargs"] if k["name"] == "reduce"), "mean")
-                        if reduce == "ema":
-                            continue
+                        given = next((k for k in call["kwargs"] if k["name"] == "reduce"), None)
+                        reduce = given["value"] if given and given.get("literal") else None
+                        if reduce in (None, "ema"):
+                            continue  # without reduce= (or with "ema") an EMA is what it logs
                         self.emit(row, kw["span"], f"`{receiver}.{call['name']}(..., reduce={reduce!r}, "
                                   f"{row.old}=...)`", 'reduce="ema"')
 
