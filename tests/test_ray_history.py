@@ -190,3 +190,14 @@ def test_ray_start_options_are_the_installed_ray_starts_click_options(history):
     shipped = {k: (v[1], v[2]) for k, v in shipped.items()}
     assert shipped == real
     assert ("--redis-port",) not in shipped and ("--object-store-memory",) in shipped
+
+
+def test_every_history_row_of_the_lint_table_says_what_to_do():
+    from rldoctor.lint.rules.table import HISTORY_ROWS
+
+    assert len(HISTORY_ROWS) >= 40
+    for row in HISTORY_ROWS:
+        assert row.fix or row.new, row.id
+        if row.behaviour == "raises":
+            assert row.error and row.error[0] in ("AttributeError", "TypeError", "ValueError"), row.id
+            assert row.says.startswith(f"raises {row.error[0]}"), row.id

@@ -632,6 +632,21 @@ def _release(version: str) -> str:
     return version[:-2] if version.endswith(".0") else version
 
 
+_NO_REPLACEMENT = {
+    "ExperimentAnalysis": "use `tune.Tuner(...).fit()` and the ResultGrid it returns: "
+                          "`results.get_best_result(metric=..., mode=...)` and its `.checkpoint` "
+                          "(a trial's checkpoints: `result.best_checkpoints`)",
+    "AlgorithmConfig": "drop the call: the installed Ray's AlgorithmConfig has no `{name}()` "
+                       "(Ray {gone}'s release notes say what replaced it)",
+    "Algorithm": "drop the call: the installed Ray's Algorithm has no `{name}()` "
+                 "(Ray {gone}'s release notes say what replaced it)",
+    "MetricsLogger": "drop the call: the installed Ray's MetricsLogger has no `{name}()`; log with "
+                     "`log_value(key, value, reduce=...)`",
+    "kwarg": "drop `{name}=`: `AlgorithmConfig.{method}()` of the installed Ray does not take it "
+             "(Ray {gone}'s release notes say what replaced it)",
+}
+
+
 def _history_row(h: dict) -> Row | None:
     """RLD801's row for one row of Ray's history (rldoctor.lint.ray_history), or None when
     lint has no shape for it (module and name rows: imports are judged from the installed
@@ -639,6 +654,10 @@ def _history_row(h: dict) -> Row | None:
     kind, name, new = h["kind"], h["name"], h.get("new") or ""
     where_new = new if new.replace(".", "").replace("_", "").isalnum() else ""
     fix = "" if where_new else new
+    if not new:  # Ray named no replacement: say what to do without one
+        fix = _NO_REPLACEMENT.get(h.get("class") if kind == "method" else kind, "").format(
+            name=name, method=h.get("method", ""), cls=h.get("class", ""),
+            gone=_release(h.get("gone") or h.get("deprecated") or ""))
     if "gone" in h:
         when = f"removed in Ray {_release(h['gone'])} (Ray {_release(h['last'])} was the last with it)"
     else:
@@ -665,15 +684,15 @@ def _history_row(h: dict) -> Row | None:
         moves = method if method and method != h["method"] and method.isidentifier() else None
         if "gone" in h:
             return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "raises", (h["method"],),
-                       new=target, moves_to=moves, fix="" if target else new,
+                       new=target, moves_to=moves, fix="" if target else (new or fix),
                        error=("TypeError", f"got an unexpected keyword argument '{name}'"),
                        says=f"raises TypeError: {when}")
         if h["raises"]:
             return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "raises", (h["method"],),
-                       new=target, moves_to=moves, fix="" if target else new,
+                       new=target, moves_to=moves, fix="" if target else (new or fix),
                        error=("ValueError", "has been deprecated"), says=f"raises ValueError: {when}")
         return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "warns", (h["method"],),
-                   new=target, moves_to=moves, fix="" if target else new,
+                   new=target, moves_to=moves, fix="" if target else (new or fix),
                    says=f"still works, with a DeprecationWarning: {when}")
     return None
 
