@@ -76,5 +76,7 @@ def test_a_cr_no_autoscaler_reads_is_not_failed_for_its_derivation(tmp_path):
             "  workerGroupSpecs: []\n")
     assert not [f for f in _lint(tmp_path, text) if "cannot read" in f.message]
     with_workers = "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata:\n  name: x\nspec:\n" + HEAD + WORKERS
-    [head] = _lint(tmp_path, with_workers)
-    assert head.severity.label == "warn" and "the head offers 2 CPU(s)" in head.message
+    assert not _lint(tmp_path, with_workers)  # a general-purpose cluster: no RLlib advice
+    rllib = with_workers.replace("metadata:\n  name: x", "metadata:\n  name: rllib-ppo")
+    [head] = _lint(tmp_path, rllib)  # advice for an RLlib training, not an error
+    assert head.severity.label == "info" and "the head offers 2 CPU(s)" in head.message

@@ -95,7 +95,8 @@ def test_list_rules_lists_every_row_once_with_a_stable_id(env):
     assert result.code == 0, result
     listed = re.findall(r"^(RLD801/\S+)\s+(fail|warn|info)\s", result.stdout, re.M)
     ids = [i for i, _ in listed]
-    assert len(ids) == len(set(ids)) == len(table.ROWS) + 1  # the table and the imports Ray lacks
+    # the table, its signature rows, the rows of Ray's history and the imports Ray lacks
+    assert len(ids) == len(set(ids)) == len(table.ROWS) + len(table.SIGNATURE_ROWS) + len(table.HISTORY_ROWS) + 1
     assert (TRANSLATED, "warn") in listed and ("RLD801/method-rollouts", "fail") in listed
     assert all(re.fullmatch(r"RLD801/[a-z0-9][a-z0-9_.\-]*", i, re.I) for i in ids)
     one = run_rldoctor("list", "--rules", "RLD801", env=env)

@@ -102,6 +102,7 @@ class _Facts(ast.NodeVisitor):
         self.env_strings: list[dict] = []
         self.returns: list[dict] = []
         self.functions: list[str] = []
+        self.signatures: dict[str, dict] = {}  # function name -> its parameters (the first def)
         self._loads: list[tuple[str, list[int]]] = []
         self._bound: set[str] = set()
         self._conditions: list[dict] = []
@@ -167,6 +168,8 @@ class _Facts(ast.NodeVisitor):
             out["name"] = dotted(node)
         if isinstance(node, ast.Dict):
             out["dict"] = self._dict(node)
+        if isinstance(node, ast.Lambda):
+            out["signature"] = self._signature(node.args, self._span(node))
         if isinstance(node, ast.Call):
             out["call_func"] = dotted(node.func)
         return out
@@ -258,9 +261,19 @@ class _Facts(ast.NodeVisitor):
         names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
         return any((dotted(n) or "").split(".")[-1] in _IMPORT_ERRORS for n in names)
 
+    def _signature(self, args: ast.arguments, span: list[int]) -> dict:
+        """The positional parameters a call must fill (no default), and whether *args/**kwargs
+        take the rest: what decides whether a callback fits the arguments Ray passes it."""
+        positional = args.posonlyargs + args.args
+        first_default = len(positional) - len(args.defaults)
+        return {"span": span, "params": [p.arg for p in positional],
+                "required": [p.arg for i, p in enumerate(positional) if i < first_default],
+                "var_args": args.vararg is not None, "var_kwargs": args.kwarg is not None}
+
     def _visit_function(self, node) -> None:
         self._bound.add(node.name)
         self.functions.append(node.name)
+        self.signatures.setdefault(node.name, self._signature(node.args, self._span(node)))
         for decorator in node.decorator_list:
             self._decorates[id(decorator)] = "function"
         self._scope.append(node.name)
@@ -526,7 +539,7 @@ class _Facts(ast.NodeVisitor):
                 "free_names": free, "ray_name_loads": from_ray, "env_strings": self.env_strings,
                 "objects": getattr(self, "objects", []), "exports": getattr(self, "exports", {}),
                 "returns": self.returns,
-                "functions": sorted(set(self.functions)),
+                "functions": sorted(set(self.functions)), "signatures": self.signatures,
                 "notes": getattr(self, "flow_notes", [])}
 
 

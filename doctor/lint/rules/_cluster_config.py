@@ -248,9 +248,23 @@ def _workers(data: dict, verdict: dict) -> list[Problem]:
     return out
 
 
-def _ppo_fit(data: dict) -> list[Problem]:
-    """Node types whose declared resources no PPO actor can use."""
+_RLLIB_WORDS = re.compile(r"rllib|ray-ml|\b(ppo|appo|impala|dqn|sac|marwil|dreamerv3)\b", re.I)
+
+
+def about_rllib(data) -> bool:
+    """Is this cluster file about an RLlib training (its setup commands, images, entrypoints)?
+    Resource advice meant for RLlib trainings is given only then: a general-purpose cluster
+    with a 0-CPU head is what Ray's docs recommend."""
+    import json
+
+    return bool(_RLLIB_WORDS.search(json.dumps(data, default=str)))
+
+
+def _ppo_fit(data: dict, rllib: bool) -> list[Problem]:
+    """Node types whose declared resources no PPO actor can use (advice: info, RLlib clusters only)."""
     out = []
+    if not rllib:
+        return out
     types = data.get("available_node_types")
     if not isinstance(types, dict):
         return out
@@ -260,7 +274,7 @@ def _ppo_fit(data: dict) -> list[Problem]:
             continue
         cpu, gpu = resources.get("CPU") or 0, resources.get("GPU") or 0
         if isinstance(cpu, (int, float)) and cpu < 1 and not gpu:
-            out.append(Problem("warn", f"/available_node_types/{name}/resources",
+            out.append(Problem("info", f"/available_node_types/{name}/resources",
                                f"node type {name} offers CPU: {cpu} and no GPU: no PPO actor fits on it "
                                "(the algorithm, every env runner and every learner ask for 1 CPU by "
                                "default; a GPU learner asks for a GPU)",
@@ -283,8 +297,10 @@ def _unexpected(doc: dict, error: dict) -> list[Problem]:
     return out
 
 
-def cluster_problems(doc: dict, ray_version: str) -> list[Problem]:
+def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> list[Problem]:
     data = doc["data"]
+    if rllib is None:
+        rllib = about_rllib(data)
     verdict = doc.get("cluster") or {}
     out: list[Problem] = []
     errors = verdict.get("errors") or []
@@ -336,7 +352,11 @@ def cluster_problems(doc: dict, ray_version: str) -> list[Problem]:
                            evidence={"stage": error.get("stage")}))
     out += _ray_pins(data, ray_version)
     out += _workers(data, verdict)
-    out += _ppo_fit(data)
+    out += _ppo_fit(data, rllib)
+    from rldoctor.lint.rules._ray_start import command_problems
+
+    for pointer, command in _commands(data):
+        out += command_problems(pointer, command)
     for dup in doc.get("duplicates") or []:
         out.append(Problem("warn", dup["pointer"],
                            f"`{dup['pointer'].rsplit('/', 1)[-1]}` appears twice in one mapping (first on "

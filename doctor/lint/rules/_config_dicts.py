@@ -49,9 +49,15 @@ def closure(facts: dict, ids, children: tuple[str, ...] = ("evaluation_config",)
     return sorted(seen)
 
 
-def rllib_keys(facts: dict, ids: list[int]) -> set[str]:
+def rllib_keys(facts: dict, ids: list[int], also: frozenset = frozenset()) -> set[str]:
     objects = facts.get("objects") or []
-    return {k["key"] for i in ids for k in objects[i]["keys"] if k["key"] in RLLIB_KEYS}
+    return {k["key"] for i in ids for k in objects[i]["keys"] if k["key"] in RLLIB_KEYS or k["key"] in also}
+
+
+# With a trainable the file cannot name (`tune.run(trainable, config=cfg)` inside a helper, the
+# trainable a parameter or `args.run`), an "env" key beside one of RLlib's own keys is RLlib's
+# config: Tune hands "env" to nothing else.
+_TRAINABLE_HINTS = frozenset({"env"})
 
 
 def _arg(call: dict, kw: str | None = None, pos: int | None = None) -> dict | None:
@@ -94,7 +100,7 @@ class ConfigDicts:
             ids = closure(self.facts, arg["objects"])
             verdict = u.rllib_trainable(call) if name in ("run", "Tuner") or func.endswith("tune.run") else True
             if verdict is None:
-                verdict = len(rllib_keys(self.facts, ids)) >= _UNKNOWN_TRAINABLE_AT
+                verdict = len(rllib_keys(self.facts, ids, _TRAINABLE_HINTS)) >= _UNKNOWN_TRAINABLE_AT
             if verdict:
                 found += ids
             else:

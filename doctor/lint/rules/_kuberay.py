@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from rldoctor.lint.rules._cluster_config import Problem, cluster_problems
+from rldoctor.lint.rules._cluster_config import Problem, about_rllib, cluster_problems
+from rldoctor.lint.rules._ray_start import params_problems
 from rldoctor.shape import kind_of
 
 KUBERAY_IDLE_DEFAULT_S = 60  # Ray's derivation: idle_timeout_minutes 1.0 without idleTimeoutSeconds
@@ -100,7 +101,8 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
     # CR's own rules run, and RLD802 says Ray's derivation was skipped.
     derived = {"data": config, "cluster": {"ok": True, "errors": [], "warnings": [],
                                            "prepared": config, "schema_errors": []}}
-    for problem in ([] if facts.get("ray_absent") else cluster_problems(derived, ray_version)):
+    rllib = about_rllib(data)
+    for problem in ([] if facts.get("ray_absent") else cluster_problems(derived, ray_version, rllib)):
         parts = problem.pointer.split("/")
         if len(parts) > 2 and parts[1] == "available_node_types":
             if parts[2] == "headgroup":
@@ -115,6 +117,7 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
         container = _ray_container(group)
         limits = _limits(container)
         where = f"{pointer}/rayStartParams"
+        out += params_problems(where, name, params)
         for param, limit_key, what, harm in (
                 ("num-cpus", "cpu", "CPUs", "Ray schedules that many CPUs of env runners and learners into "
                  "a container the kernel throttles to its limit: every step runs slower than planned"),
@@ -148,8 +151,8 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
             if head_cpus else ""
     else:
         said = f"rayStartParams num-cpus={head_params.get('num-cpus')}"
-    if head_cpus and len(groups) > 1:  # a head-only cluster has nowhere else to run work
-        out.append(Problem("warn", f"{head_pointer}/rayStartParams",
+    if head_cpus and len(groups) > 1 and rllib:  # a head-only cluster has nowhere else to run work
+        out.append(Problem("info", f"{head_pointer}/rayStartParams",
                            f"the head offers {head_cpus:g} CPU(s) to trainings ({said}): env runners, "
                            "learners and the RLlib algorithm land on the head beside the GCS and the "
                            "dashboard, which then answer slowly or are OOM-killed with the training "

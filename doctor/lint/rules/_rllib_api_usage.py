@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from rldoctor import words
 from rldoctor.lint.rules._config_dicts import ConfigDicts, closure
-from rldoctor.lint.rules.table import CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, ROWS, Row
+from rldoctor.lint.rules.table import (CONFIG_METHODS, GENERATED_IMPORT as _GENERATED_IMPORT, HISTORY_ROWS, ROWS,
+                                       SIGNATURE_ROWS, Row)
 from rldoctor.lint.rules._rllib_values import filter_verdict, inert_verdict
 
 CONFIG_CLASSES = {"AlgorithmConfig"} | {f"{a}Config" for a in words.ALGORITHMS}
@@ -44,7 +45,7 @@ _RESULT_METHODS = {"get_best_trial": 0, "get_best_result": 0, "get_best_config":
                    "get_best_checkpoint": 1, "get_trial_checkpoints_paths": 1, "dataframe": 0}
 _ENV_RUNNERS_ACCESS = re.compile(r"""(\[\s*["']env_runners["']\s*\]|\.get\(\s*["']env_runners["'][^()]*(\(\))?[^()]*\))\s*$""")
 _BY_SHAPE: dict[str, list[Row]] = {}
-for _row in ROWS:
+for _row in (*ROWS, *SIGNATURE_ROWS, *HISTORY_ROWS):
     _BY_SHAPE.setdefault(_row.shape, []).append(_row)
 TRAINERS = {r.old for r in _BY_SHAPE["name"] if r.old.endswith("Trainer")}  # PPOTrainer, ...
 
@@ -619,11 +620,12 @@ class FileUsages:
                         renamed_names.add(row.old)
                         uses = [u for u in self.facts["ray_name_loads"] if u["name"] == row.old]
                 self.emit(row, imp["name_span"] or imp["span"], f"`from {module} import {row.old}`",
-                          f"`{row.new}`" if row.new else "", edits=edits)
+                          f"`{row.new}`" if row.new else "", edits=edits,
+                          says=self._name_says(row, module))
                 for use in uses:  # each use is renamed on its own line, as its own finding
                     self.emit(row, use["span"], f"`{row.old}` (imported on line {imp['span'][0]})",
                               f"`{row.new}`", edits=[_edit(use["span"], row.old, row.new)],
-                              says=f"is renamed {row.new} with its import: {self._says(row)}")
+                              says=f"is renamed {row.new} with its import: {self._name_says(row, module)}")
                 modules_done.add((tuple(imp["span"]), module, imp["name"]))
         self.missing_imports(modules_done)
         seen_free: set[str] = set()
@@ -646,7 +648,32 @@ class FileUsages:
             if row and attr["receiver"] and full.startswith(tuple(w + "." for w in row.where)):
                 self.emit(row, attr["span"], f"`{attr['receiver']}.{row.old}`",
                           f"`{attr['receiver']}.{row.new}`" if row.new else "",
-                          edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical and row.new else [])
+                          edits=[_edit(attr["span"], row.old, row.new)] if row.mechanical and row.new else [],
+                          says=self._name_says(row, full.rpartition(".")[0], attribute=True))
+
+    def _gone_module(self, module: str) -> str | None:
+        """The first part of `module` the installed Ray has no module for, or None."""
+        parts = module.split(".")
+        index = self.ray_modules if self.ray_modules and not self.ray_modules.get("error") else {}
+        for i in range(2, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            if index.get(prefix, {}).get("exists") is False:
+                return prefix
+            if any(r.old == prefix and r.behaviour == "raises" for r in _BY_SHAPE["module"]):
+                return prefix
+        return None
+
+    def _name_says(self, row: Row, module: str, attribute: bool = False) -> str:
+        """What Python raises for a name row where it is used: the import of a module that is gone
+        fails with ModuleNotFoundError before the name is looked at, a name read off a module
+        object is an AttributeError, `from module import name` an ImportError."""
+        gone = self._gone_module(module)
+        if gone:
+            return (f"raises ModuleNotFoundError: No module named '{gone}' (the whole module is gone, "
+                    f"not only {row.old})")
+        if attribute:
+            return f"raises AttributeError: module '{module}' has no attribute '{row.old}'"
+        return self._says(row)
 
     # -- Algorithm objects --------------------------------------------------------------------------
     def algorithms(self) -> None:
@@ -934,6 +961,92 @@ class FileUsages:
             new = row.new if row.new.startswith(("len(", "metrics_logger.")) else f"episode.{row.new}"
             self.emit(row, attr["span"], f"`episode.{row.old}`", f"`{new}`")
 
+    # -- Tune analyses, metrics loggers, callbacks' signatures, Algorithm constructors ------------
+    def _analysis_names(self) -> set[str]:
+        """Names bound to what `tune.run(...)` returns, or to an ExperimentAnalysis(...)."""
+        names = set()
+        for a in self.facts["assignments"]:
+            if a["kind"] != "call" or a.get("call") is None:
+                continue
+            call = self.calls[a["call"]]
+            resolved = self._resolve(call["func"])
+            if resolved in ("ray.tune.run", "ray.tune.tune.run", "ray.tune.run_experiments") or \
+                    _last(resolved) == "ExperimentAnalysis":
+                names.add(a["target"])
+        return names
+
+    def history_objects(self) -> None:
+        """Methods Ray removed or deprecated on a Tune ExperimentAnalysis and an RLlib MetricsLogger."""
+        analysis_rows = {r.old: r for r in _BY_SHAPE.get("analysis_call", [])}
+        logger_rows = {r.old: r for r in _BY_SHAPE.get("logger_call", [])}
+        kwarg_rows = _BY_SHAPE.get("logger_kwarg", [])
+        analyses = self._analysis_names()
+        for call in self.calls:
+            receiver = call["receiver"]
+            if not receiver or call["method"] is None:
+                continue
+            row = analysis_rows.get(call["name"] or "")
+            if row and receiver in analyses:
+                self.emit(row, call["name_span"], f"`{receiver}.{row.old}()` on the ExperimentAnalysis "
+                          "tune.run returns", f"`{receiver}.{row.new}(...)`" if row.new else "")
+            if _last(receiver) not in ("metrics_logger", "metrics"):
+                continue
+            if self.old_stack(call) or not self.rllib_file:
+                continue
+            row = logger_rows.get(call["name"] or "")
+            if row:
+                self.emit(row, call["name_span"], f"`{receiver}.{row.old}()`",
+                          f"`{receiver}.{row.new}(...)`" if row.new else "")
+            for row in kwarg_rows:
+                if call["name"] not in row.where:
+                    continue
+                for kw in call["kwargs"]:
+                    if kw["name"] == row.old:
+                        given = next((k for k in call["kwargs"] if k["name"] == "reduce"), None)
+                        reduce = given["value"] if given and given.get("literal") else None
+                        if reduce in (None, "ema"):
+                            continue  # without reduce= (or with "ema") an EMA is what it logs
+                        self.emit(row, kw["span"], f"`{receiver}.{call['name']}(..., reduce={reduce!r}, "
+                                  f"{row.old}=...)`", 'reduce="ema"')
+
+    def mapping_functions(self) -> None:
+        """`policy_mapping_fn` of the old stack's signature (agent_id, episode, worker, **kw) on the
+        new stack, which calls it with (agent_id, episode) only."""
+        rows = _BY_SHAPE.get("mapping_fn_signature", [])
+        signatures = self.facts.get("signatures") or {}
+        for row in rows:
+            for call in self.calls:
+                for kw in call["kwargs"]:
+                    if kw["name"] != row.old:
+                        continue
+                    signature = kw.get("signature") or signatures.get(kw.get("ref") or "")
+                    if not signature or signature["var_args"] or len(signature["required"]) <= 2:
+                        continue
+                    if self.old_stack(call, call["chain"], call["receiver"]):
+                        continue
+                    span = kw["value_span"] if kw.get("signature") else kw["span"]
+                    name = "lambda" if kw.get("signature") else kw["ref"]
+                    self.emit(row, span, f"`{row.old}={name}` takes ({', '.join(signature['required'])}):",
+                              row.new)
+
+    def algorithm_constructors(self) -> None:
+        """`PPO(config=config, env="CartPole-v1")`, `Algorithm(config, env)`: the env argument."""
+        for row in _BY_SHAPE.get("algo_init_env", []):
+            for call in self.calls:
+                if call["method"] is not None and call["receiver"] not in (None,):
+                    pass
+                resolved = self._resolve(call["func"])
+                if not (_last(resolved) in ALGORITHMS or _last(resolved) in TRAINERS
+                        or _last(resolved) == "Algorithm"):
+                    continue
+                if call["name"] in ("from_checkpoint", "get_default_config"):
+                    continue
+                kw = next((k for k in call["kwargs"] if k["name"] == "env"), None)
+                span = kw["span"] if kw else (call["args"][1]["span"] if len(call["args"]) >= 2 else None)
+                if span is None:
+                    continue
+                self.emit(row, span, f"`{call['func']}(..., env=...)`", row.fix)
+
     def run(self) -> list[Usage]:
         self.methods()
         self.kwargs()
@@ -946,6 +1059,9 @@ class FileUsages:
         self.run_configs()
         self.missing_attributes()
         self.callbacks()
+        self.history_objects()
+        self.mapping_functions()
+        self.algorithm_constructors()
         return self.out
 
 

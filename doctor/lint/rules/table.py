@@ -606,6 +606,120 @@ GENERATED_IMPORT = Row("import-missing-in-ray", "import", "<read from the instal
                            "RLlib's new API stack counterparts live under ray.rllib.core, ray.rllib.env "
                            "and ray.rllib.connectors")
 
+# Rows for the shapes whose probes live in tests/test_lint_signatures.py (callbacks, metrics
+# loggers, Algorithm constructors): each proven against the installed Ray there.
+SIGNATURE_ROWS: tuple[Row, ...] = (
+    Row("policy_mapping_fn-worker", "mapping_fn_signature", "policy_mapping_fn", "breaks", stack="new",
+        new="policy_mapping_fn=lambda agent_id, episode, **kwargs: ...",
+        says="requires a third argument (the old stack's `worker`), and the new stack calls it with "
+             "two, (agent_id, episode): TypeError in the env runner at the first episode",
+        fix="`def policy_mapping_fn(agent_id, episode, **kwargs)`: a new-stack episode is a "
+            "MultiAgentEpisode; take any further arguments as **kwargs"),
+    Row("logger-log_value-ema_coeff", "logger_kwarg", "ema_coeff", "raises", ("log_value",),
+        error=("ValueError", "ema_coeff is not supported for mean reduction"),
+        says="raises when the metric is logged: ValueError with reduce=\"mean\" (\"ema_coeff is not "
+             "supported for mean reduction. Use reduce='ema' instead\"), TypeError with another reduce",
+        fix='`metrics_logger.log_value(key, value, reduce="ema", ema_coeff=...)` (or '
+            '`reduce="mean", window=N`)'),
+    Row("algo-init-env", "algo_init_env", "env", "warns", new="config.environment(...)",
+        says="still works, with a DeprecationWarning (`algo = Algorithm(env=..., ...)`): the env "
+             "belongs in the config",
+        fix="config.environment(ENV), then config.build_algo()"),
+)
+
+
+def _release(version: str) -> str:
+    return version[:-2] if version.endswith(".0") else version
+
+
+_NO_REPLACEMENT = {
+    "ExperimentAnalysis": "use `tune.Tuner(...).fit()` and the ResultGrid it returns: "
+                          "`results.get_best_result(metric=..., mode=...)` and its `.checkpoint` "
+                          "(a trial's checkpoints: `result.best_checkpoints`)",
+    "AlgorithmConfig": "drop the call: the installed Ray's AlgorithmConfig has no `{name}()` "
+                       "(Ray {gone}'s release notes say what replaced it)",
+    "Algorithm": "drop the call: the installed Ray's Algorithm has no `{name}()` "
+                 "(Ray {gone}'s release notes say what replaced it)",
+    "MetricsLogger": "drop the call: the installed Ray's MetricsLogger has no `{name}()`; log with "
+                     "`log_value(key, value, reduce=...)`",
+    "kwarg": "drop `{name}=`: `AlgorithmConfig.{method}()` of the installed Ray does not take it "
+             "(Ray {gone}'s release notes say what replaced it)",
+}
+
+
+def _history_row(h: dict) -> Row | None:
+    """RLD801's row for one row of Ray's history (rldoctor.lint.ray_history), or None when
+    lint has no shape for it (module and name rows: imports are judged from the installed
+    Ray's files, and the history only dates them)."""
+    kind, name, new = h["kind"], h["name"], h.get("new") or ""
+    where_new = new if new.replace(".", "").replace("_", "").isalnum() else ""
+    fix = "" if where_new else new
+    if not new:  # Ray named no replacement: say what to do without one
+        fix = _NO_REPLACEMENT.get(h.get("class") if kind == "method" else kind, "").format(
+            name=name, method=h.get("method", ""), cls=h.get("class", ""),
+            gone=_release(h.get("gone") or h.get("deprecated") or ""))
+    if "gone" in h:
+        when = f"removed in Ray {_release(h['gone'])} (Ray {_release(h['last'])} was the last with it)"
+    else:
+        when = f"deprecated since Ray {_release(h['deprecated'])}"
+    if kind == "method":
+        shape = {"AlgorithmConfig": "method", "Algorithm": "algo_call",
+                 "ExperimentAnalysis": "analysis_call", "MetricsLogger": "logger_call"}.get(h["class"])
+        if shape is None:
+            return None
+        if "gone" in h:
+            return Row(f"history-{h['class']}-{name}", shape, name, "raises", new=where_new.split(".")[-1] or None,
+                       error=("AttributeError", f"'{h['class']}' object has no attribute '{name}'"),
+                       says=f"raises AttributeError: {when}", fix=fix)
+        if h["raises"]:
+            return Row(f"history-{h['class']}-{name}", shape, name, "raises", new=where_new.split(".")[-1] or None,
+                       error=("ValueError", f"`{name}` has been deprecated"), says=f"raises ValueError: {when}",
+                       fix=fix)
+        return Row(f"history-{h['class']}-{name}", shape, name, "warns", new=where_new.split(".")[-1] or None,
+                   says=f"still works, with a DeprecationWarning: {when}", fix=fix)
+    if kind == "kwarg" and h["class"] == "AlgorithmConfig":
+        target = new.split("(")[-1].rstrip(")=. ") if "(" in new else ""
+        target = target if target.isidentifier() else None
+        method = new.split("(")[0].split(".")[-1] if "(" in new else ""
+        moves = method if method and method != h["method"] and method.isidentifier() else None
+        if "gone" in h:
+            return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "raises", (h["method"],),
+                       new=target, moves_to=moves, fix="" if target else (new or fix),
+                       error=("TypeError", f"got an unexpected keyword argument '{name}'"),
+                       says=f"raises TypeError: {when}")
+        if h["raises"]:
+            return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "raises", (h["method"],),
+                       new=target, moves_to=moves, fix="" if target else (new or fix),
+                       error=("ValueError", "has been deprecated"), says=f"raises ValueError: {when}")
+        return Row(f"history-kwarg-{h['method']}-{name}", "kwarg", name, "warns", (h["method"],),
+                   new=target, moves_to=moves, fix="" if target else (new or fix),
+                   says=f"still works, with a DeprecationWarning: {when}")
+    return None
+
+
+def history_rows(rows: tuple[Row, ...] = ROWS) -> tuple[Row, ...]:
+    """The rows of Ray's own history that the written table above does not already have."""
+    from rldoctor.lint.ray_history import load
+
+    written = {(r.shape, r.old, w) for r in rows for w in (r.where or ("",))}
+    written |= {("algo_call", r.old, "") for r in rows if r.shape == "algo_attr"}
+    written |= {(r.shape, r.old, "") for r in rows}
+    out = []
+    for h in load()["rows"]:
+        row = _history_row(h)
+        if row is None:
+            continue
+        if any((row.shape, row.old, w) in written for w in (row.where or ("",))) or \
+                (row.shape == "kwarg" and any((row.shape, row.old, w) in written for w in _ENV_RUNNERS
+                                              if set(row.where) & set(_ENV_RUNNERS))):
+            continue
+        written.add((row.shape, row.old, row.where[0] if row.where else ""))
+        out.append(row)
+    return tuple(out)
+
+
+HISTORY_ROWS = history_rows()
+
 _SHAPE_WORDS = {
     "method": "config.{old}(...)", "kwarg": "config.{where}({old}=...)",
     "arg_value": "config.{where}(... {values})", "attr_store": "config.{old} = ... / config[\"{old}\"] = ...",
@@ -613,7 +727,12 @@ _SHAPE_WORDS = {
     "algo_attr": "algo.{old}", "algo_call": "algo.{old}(...)", "result_key": "\"{old}\" as a result key",
     "call_kwarg": "{where}({old}=...)", "run_config_class": "RunConfig from {where}",
     "import": "an import the installed Ray no longer has", "callback_arg": "on_episode_*({old}=...)",
-    "episode_attr": "episode.{old} in an on_episode_* callback"}
+    "episode_attr": "episode.{old} in an on_episode_* callback",
+    "analysis_call": "analysis.{old}(...) on a Tune ExperimentAnalysis",
+    "logger_call": "metrics_logger.{old}(...) on an RLlib MetricsLogger",
+    "logger_kwarg": "metrics_logger.{where}({old}=...)",
+    "mapping_fn_signature": "{old}(agent_id, episode, worker)",
+    "algo_init_env": "Algorithm(config, env) / PPO(config=..., env=...)"}
 _BEHAVIOUR_WORDS = {"ignored": "accepted and silently ignored", "never-fires": "never matches",
                     "breaks": "fails at first use", "raises": "raises",
                     "warns": "still works, with a DeprecationWarning",
@@ -632,7 +751,7 @@ def rules() -> dict:
     from rldoctor.engine.registry import Rule
 
     out = {}
-    for row in (*ROWS, GENERATED_IMPORT):
+    for row in (*ROWS, *SIGNATURE_ROWS, *HISTORY_ROWS, GENERATED_IMPORT):
         says = row.says or _BEHAVIOUR_WORDS[row.behaviour]
         lines = [f"Ray 2.60: {says}" + (f" ({row.error[0]}: {row.error[1]})" if row.error else ""),
                  f"Behaviour: {row.behaviour} (severity {row.severity})"
