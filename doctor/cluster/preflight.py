@@ -1,0 +1,163 @@
+"""The snapshot section `preflight`: the user's training tried on every node before it is submitted.
+
+Called as an extra of the snapshot (`Preflight(plan)(conn, budget, fleet, doc)`, while joined;
+or inside the collectors' job through a dashboard address, `job_args` / `through_job`). Every
+probe is a zero-CPU task pinned to one node, in the runtime_env the job would have; each
+round is bounded, what does not answer is cancelled, and the storage markers are removed.
+
+    {"plan": {...the plan without the pickled env...},
+     "nodes": {node_id: {"packages": {...}, "env": {"ok": bool, "stage", "error"},
+                         "storage": {"written", "fs_type", "mount_point", ...},
+                         "gpus": {...}, "failed": "<why the probe did not answer>"}},
+     "storage_seen": {node_id: [node ids whose marker it sees]},
+     "contract": {...env_contract on one node...}, "contract_node": node_id,
+     "seconds": {...}}
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+
+SECTION = "preflight"
+ROUND_TIMEOUT_S = 60.0  # a node's first worker in a new runtime_env may install packages
+QUICK_TIMEOUT_S = 5.0
+
+
+def public_plan(plan: dict) -> dict:
+    """The plan as the report shows it: without the pickled env."""
+    shown = json.loads(json.dumps(plan, default=str))
+    (shown.get("env") or {}).pop("payload", None)
+    return shown
+
+
+def _error_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # Ray's errors put the cause last; the runtime_env's first
+    for line in reversed(lines):
+        if "Error" in line or "error" in line:
+            return f"{type(exc).__name__}: {line}"[:400]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:400]
+
+
+class Preflight:
+    """The extra that fills `preflight` in the snapshot document."""
+
+    __name__ = "preflight"
+
+    def __init__(self, plan: dict):
+        self.plan = plan
+
+    # ------------------------------------------------------------------ the dashboard path
+    def job_args(self) -> str:
+        encoded = base64.b64encode(json.dumps(self.plan).encode()).decode()
+        return f" --preflight-plan {encoded}"
+
+    def through_job(self, job) -> dict:
+        return job.snapshot(job.output())
+
+    # ------------------------------------------------------------------ the GCS path
+    def __call__(self, conn, budget, fleet, doc) -> None:
+        started = time.monotonic()
+        try:
+            section = self.collect(doc, budget)
+            doc[SECTION] = section
+            doc.setdefault("collectors", {})[SECTION] = {
+                "status": "ok", "duration_s": round(time.monotonic() - started, 3)}
+        except Exception as exc:
+            doc.setdefault("collectors", {})[SECTION] = {
+                "status": "error", "error": _error_line(exc),
+                "duration_s": round(time.monotonic() - started, 3)}
+
+    def collect(self, doc: dict, budget=None) -> dict:
+        import ray
+
+        from rldoctor.node import preflight as onnode
+        from rldoctor.node.placement import on_node
+
+        onnode.register()
+        plan = dict(self.plan)
+        storage = dict(plan.get("storage") or {})
+        if storage.get("path") and not storage.get("uri"):
+            storage.update(local_path=storage["path"], token=uuid.uuid4().hex[:12])
+        plan["storage"] = storage
+        nodes = [n["node_id"] for n in doc.get("nodes") or [] if n.get("alive")]
+        options = {"num_cpus": 0, "max_retries": 0}
+        if plan.get("runtime_env"):
+            options["runtime_env"] = plan["runtime_env"]
+        timing: dict = {}
+        section: dict = {"plan": public_plan(plan), "nodes": {}, "storage_seen": {},
+                         "contract": None, "contract_node": None, "seconds": timing}
+
+        def task(func):
+            return ray.remote(**options)(func)
+
+        def run_round(calls: dict, timeout_s: float) -> dict:
+            """{node: ref} -> {node: ("ok", value) | ("failed", why)}, bounded; the rest cancelled."""
+            refs = {ref: node for node, ref in calls.items()}
+            ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
+            out = {}
+            for ref in ready:
+                try:
+                    out[refs[ref]] = ("ok", ray.get(ref, timeout=1))
+                except Exception as exc:
+                    out[refs[ref]] = ("failed", _error_line(exc))
+            for ref in pending:
+                out[refs[ref]] = ("failed", f"no answer within {timeout_s:g} s")
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:
+                    pass
+            return out
+
+        limit = ROUND_TIMEOUT_S if budget is None else max(5.0, min(ROUND_TIMEOUT_S, budget.left(ROUND_TIMEOUT_S)))
+        t0 = time.monotonic()
+        view = task(onnode.node_view)
+        first = run_round({n: on_node(view, n).remote(plan, n) for n in nodes}, limit)
+        timing["nodes_s"] = round(time.monotonic() - t0, 3)
+        answered = []
+        for node, (state, value) in first.items():
+            if state == "ok":
+                section["nodes"][node] = value
+                answered.append(node)
+            else:
+                section["nodes"][node] = {"node_id": node, "failed": value}
+        written = [n for n in answered if (section["nodes"][n].get("storage") or {}).get("written")]
+        t0 = time.monotonic()
+        if storage.get("local_path") and written:
+            seen = task(onnode.storage_seen)
+            listed = run_round({n: on_node(seen, n).remote(storage["local_path"], storage["token"])
+                                for n in answered}, QUICK_TIMEOUT_S)
+            section["storage_seen"] = {n: v for n, (s, v) in listed.items() if s == "ok"}
+        timing["storage_s"] = round(time.monotonic() - t0, 3)
+        t0 = time.monotonic()
+        calls = {}
+        ok_env = [n for n in answered if (section["nodes"][n].get("env") or {}).get("ok")]
+        if ok_env:
+            contract_node = self._contract_node(ok_env, doc)
+            section["contract_node"] = contract_node
+            calls["contract"] = on_node(task(onnode.env_contract), contract_node).remote(plan)
+        if storage.get("local_path"):
+            cleanup = task(onnode.storage_cleanup)
+            for n in answered:
+                created = bool((section["nodes"][n].get("storage") or {}).get("created"))
+                calls[f"cleanup:{n}"] = on_node(cleanup, n).remote(
+                    storage["local_path"], storage["token"], n, created)
+        if calls:
+            done = run_round(calls, QUICK_TIMEOUT_S + 10.0)
+            if "contract" in done:
+                state, value = done["contract"]
+                section["contract"] = value if state == "ok" else {"ok": False, "stage": "probe",
+                                                                     "error": value}
+        timing["contract_s"] = round(time.monotonic() - t0, 3)
+        return section
+
+    @staticmethod
+    def _contract_node(candidates: list[str], doc: dict) -> str:
+        """A node where an env runner could land, the one with the most free CPUs first."""
+        free = {n["node_id"]: (n.get("resources_available") or {}).get("CPU", 0.0)
+                for n in doc.get("nodes") or []}
+        return max(candidates, key=lambda n: free.get(n, 0.0))
