@@ -59,16 +59,22 @@ def storage_not_shared(snap, params):
     if len(groups) < 2 and all(len(k) == len(writers) for k in groups):
         return
     largest = max(groups.values(), key=len)
-    for sees, nodes in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        if nodes is largest and len(sees) == len(writers):
+    if len(largest) == 1:  # every node sees only its own marker: a local path everywhere
+        kinds = sorted({f"{views[n].get('fs_type') or '?'} at {views[n].get('mount_point') or '?'}"
+                        for n in writers})
+        yield fail("cluster", f"storage_path {path} is a different directory on each of the "
+                   f"{len(writers)} nodes ({'; '.join(kinds)}): no node sees a marker written "
+                   "on another", {"path": path, "nodes": [n[:8] for n in writers]}, FIX["local"])
+        return
+    for node_id in writers:
+        if node_id in largest:
             continue
-        for node_id in nodes:
-            view = views[node_id]
-            others = len(writers) - len([n for n in sees if n != node_id]) - 1
-            yield fail(subject(node_id), f"storage_path {path} on {node_name(snap, node_id)} is "
-                       f"not the directory the other nodes see ({view.get('fs_type') or '?'} at "
-                       f"{view.get('mount_point') or '?'}): markers written on {others} other "
-                       "node(s) are not there",
-                       {"path": path, "fs_type": view.get("fs_type"),
-                        "mount_point": view.get("mount_point"),
-                        "sees_markers_of": [n[:8] for n in sees]}, FIX["local"])
+        view = views[node_id]
+        yield fail(subject(node_id), f"storage_path {path} on {node_name(snap, node_id)} is "
+                   f"not the directory the other nodes see ({view.get('fs_type') or '?'} at "
+                   f"{view.get('mount_point') or '?'}): markers written on "
+                   f"{len(largest)} other node(s) are not there",
+                   {"path": path, "fs_type": view.get("fs_type"),
+                    "mount_point": view.get("mount_point"),
+                    "shared_by": [n[:8] for n in largest],
+                    "sees_markers_of": [n[:8] for n in seen.get(node_id, [])]}, FIX["local"])

@@ -48,8 +48,13 @@ class Preflight:
 
     __name__ = "preflight"
 
-    def __init__(self, plan: dict):
-        self.plan = plan
+    def __init__(self, plan):
+        """`plan`: the plan (a dict), or what gives it (rldoctor.inputs.training.PlanLoader)."""
+        self._plan = plan
+
+    @property
+    def plan(self) -> dict:
+        return self._plan if isinstance(self._plan, dict) else self._plan.get()
 
     # ------------------------------------------------------------------ the dashboard path
     def job_args(self) -> str:
@@ -63,7 +68,7 @@ class Preflight:
     def __call__(self, conn, budget, fleet, doc) -> None:
         started = time.monotonic()
         try:
-            section = self.collect(doc, budget)
+            section = self.collect(doc, budget, fleet)
             doc[SECTION] = section
             doc.setdefault("collectors", {})[SECTION] = {
                 "status": "ok", "duration_s": round(time.monotonic() - started, 3)}
@@ -72,7 +77,7 @@ class Preflight:
                 "status": "error", "error": _error_line(exc),
                 "duration_s": round(time.monotonic() - started, 3)}
 
-    def collect(self, doc: dict, budget=None) -> dict:
+    def collect(self, doc: dict, budget=None, fleet=None) -> dict:
         import ray
 
         from rldoctor.node import preflight as onnode
@@ -92,12 +97,25 @@ class Preflight:
         section: dict = {"plan": public_plan(plan), "nodes": {}, "storage_seen": {},
                          "contract": None, "contract_node": None, "seconds": timing}
 
-        def task(func):
-            return ray.remote(**options)(func)
+        # With no runtime_env of its own the job's workers have the node's own environment,
+        # which the probe fleet's actors (one per node, already started) have too: they run the
+        # reads, and no worker has to start. A runtime_env gets zero-CPU tasks started in it.
+        through_fleet = not plan.get("runtime_env") and fleet is not None and \
+            all(n in (getattr(fleet, "actors", None) or {}) for n in nodes)
+        section["through"] = "probes" if through_fleet else "tasks in the job's runtime_env"
 
         def run_round(calls: dict, timeout_s: float) -> dict:
-            """{node: ref} -> {node: ("ok", value) | ("failed", why)}, bounded; the rest cancelled."""
-            refs = {ref: node for node, ref in calls.items()}
+            """{key: (node, func, *args)} -> {key: ("ok", value) | ("failed", why)}, bounded;
+            what does not answer in time is cancelled."""
+            if through_fleet:
+                from rldoctor.cluster.fleet import ask
+
+                answers = ask(fleet, {k: (node, "call_here", func, *args)
+                                      for k, (node, func, *args) in calls.items()}, timeout_s)
+                return {k: ("ok", a.value) if a.ok else ("failed", a.error or a.kind)
+                        for k, a in answers.items()}
+            refs = {on_node(ray.remote(**options)(func), node).remote(*args): key
+                    for key, (node, func, *args) in calls.items()}
             ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
             out = {}
             for ref in ready:
@@ -115,8 +133,7 @@ class Preflight:
 
         limit = ROUND_TIMEOUT_S if budget is None else max(5.0, min(ROUND_TIMEOUT_S, budget.left(ROUND_TIMEOUT_S)))
         t0 = time.monotonic()
-        view = task(onnode.node_view)
-        first = run_round({n: on_node(view, n).remote(plan, n) for n in nodes}, limit)
+        first = run_round({n: (n, onnode.node_view, plan, n) for n in nodes}, limit)
         timing["nodes_s"] = round(time.monotonic() - t0, 3)
         answered = []
         for node, (state, value) in first.items():
@@ -128,8 +145,7 @@ class Preflight:
         written = [n for n in answered if (section["nodes"][n].get("storage") or {}).get("written")]
         t0 = time.monotonic()
         if storage.get("local_path") and written:
-            seen = task(onnode.storage_seen)
-            listed = run_round({n: on_node(seen, n).remote(storage["local_path"], storage["token"])
+            listed = run_round({n: (n, onnode.storage_seen, storage["local_path"], storage["token"])
                                 for n in answered}, QUICK_TIMEOUT_S)
             section["storage_seen"] = {n: v for n, (s, v) in listed.items() if s == "ok"}
         timing["storage_s"] = round(time.monotonic() - t0, 3)
@@ -139,19 +155,21 @@ class Preflight:
         if ok_env:
             contract_node = self._contract_node(ok_env, doc)
             section["contract_node"] = contract_node
-            calls["contract"] = on_node(task(onnode.env_contract), contract_node).remote(plan)
+            calls["contract"] = (contract_node, onnode.env_contract, plan)
         if storage.get("local_path"):
-            cleanup = task(onnode.storage_cleanup)
             for n in answered:
-                created = bool((section["nodes"][n].get("storage") or {}).get("created"))
-                calls[f"cleanup:{n}"] = on_node(cleanup, n).remote(
-                    storage["local_path"], storage["token"], n, created)
+                calls[f"cleanup:{n}"] = (n, onnode.storage_cleanup, storage["local_path"],
+                                         storage["token"], n, False)
         if calls:
             done = run_round(calls, QUICK_TIMEOUT_S + 10.0)
             if "contract" in done:
                 state, value = done["contract"]
                 section["contract"] = value if state == "ok" else {"ok": False, "stage": "probe",
                                                                      "error": value}
+        creators = [n for n in answered if (section["nodes"][n].get("storage") or {}).get("created")]
+        if storage.get("local_path") and creators:  # the folders it made, once emptied
+            run_round({n: (n, onnode.storage_cleanup, storage["local_path"], storage["token"], n,
+                           True) for n in creators}, QUICK_TIMEOUT_S)
         timing["contract_s"] = round(time.monotonic() - t0, 3)
         return section
 

@@ -57,13 +57,14 @@ def run(target, address, runtime_env, fmt, output, fail_on, timeout, ignores=(),
     env = parse_runtime_env(runtime_env)
     require_ray("preflight (it reads your AlgorithmConfig with RLlib)")
     require_ray_for_address(address)
-    from rldoctor.inputs.training import plan_of
+    from rldoctor.inputs.training import PlanLoader
 
-    plan = plan_of(target, env)  # a TARGET that gives no config ends here, before any join
-    from rldoctor.acquire import take_snapshot
+    plan = PlanLoader(target, env)  # read beside the join; a TARGET that is no path or
+    from rldoctor.acquire import take_snapshot  # MODULE:ATTR ends here, at once
     from rldoctor.cluster.preflight import Preflight
 
     doc = take_snapshot(address, timeout_s=timeout, leave=False, extras=(Preflight(plan),))
+    plan.get()  # a TARGET that gave no config: its one line (the extra could only note it)
     snap = snapshots.validate(doc, "live cluster")
     if not snap.has("preflight"):
         why = snap.collector("preflight").get("error") or "the probes did not run"

@@ -72,7 +72,13 @@ def packages_here(names: list[str], own: str | None) -> dict:
     for name in names:
         found[name] = _version_of(name)
     if own:
+        import sys
+
         entry = _version_of(own)
+        loaded = sys.modules.get(own)
+        if entry["version"] is None and loaded is not None:
+            version = getattr(loaded, "__version__", None)
+            entry["version"] = str(version) if version is not None else None
         entry["digest"] = _module_digest(own)
         found[own] = entry
     return found
@@ -172,6 +178,8 @@ def storage_seen(path: str, token: str) -> list[str]:
 
 
 def storage_cleanup(path: str, token: str, node_id: str, created: bool) -> None:
+    """Remove this node's marker; with `created`, the folder too once it is empty (called
+    again after every node removed its marker)."""
     import os
 
     try:
@@ -229,8 +237,8 @@ def node_view(plan: dict, node_id: str) -> dict:
 
     started = time.monotonic()
     view: dict = {"node_id": node_id}
+    env, failure = build_env(plan)  # first: a package without metadata then has __version__
     view["packages"] = packages_here(list(plan.get("packages") or []), plan.get("env_package"))
-    env, failure = build_env(plan)
     if failure is None:
         view["env"] = {"ok": True, "type": f"{type(env).__module__}.{type(env).__qualname__}"}
         try:
