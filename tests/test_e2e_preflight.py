@@ -103,11 +103,13 @@ def test_a_healthy_cartpole_config_gets_no_warn_or_fail_in_under_5_s(cluster):
     assert result.seconds < 5.0, result
 
 
-def test_the_healthy_config_through_the_dashboard_address(cluster):
-    result, report = preflight(cluster, f"{CONFIGS}:healthy", address=cluster.dashboard_url)
-    assert result.code == 0, result
-    assert not [f for f in report["findings"] if f["severity"] in ("warn", "fail")], result
-    assert {c["code"]: c["status"] for c in report["checks"]}["RLD905"] == "ok", result
+def test_through_the_dashboard_address_the_missing_module_is_named_too(cluster):
+    result, report = preflight(cluster, f"{CONFIGS}:good_env", address=cluster.dashboard_url)
+    assert result.code == 1, result
+    (finding,) = found(report, "RLD902")
+    assert finding["subject"] == f"node:{node_id(cluster, 2)}", finding
+    assert "No module named 'pf_envs'" in finding["message"], finding
+    assert any("examined through the dashboard" in n for n in report["notes"]), report["notes"]
 
 
 def test_more_runners_than_the_cluster_holds_are_never_placeable(cluster):

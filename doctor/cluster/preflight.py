@@ -20,6 +20,7 @@ import base64
 import json
 import time
 import uuid
+from types import SimpleNamespace
 
 SECTION = "preflight"
 ROUND_TIMEOUT_S = 60.0  # a node's first worker in a new runtime_env may install packages
@@ -104,32 +105,22 @@ class Preflight:
             all(n in (getattr(fleet, "actors", None) or {}) for n in nodes)
         section["through"] = "probes" if through_fleet else "tasks in the job's runtime_env"
 
-        def run_round(calls: dict, timeout_s: float) -> dict:
-            """{key: (node, func, *args)} -> {key: ("ok", value) | ("failed", why)}, bounded;
-            what does not answer in time is cancelled."""
-            if through_fleet:
-                from rldoctor.cluster.fleet import ask
+        if through_fleet:
+            probes = fleet
+        else:  # one zero-CPU task per call, pinned, in the runtime_env: a stand-in fleet
+            runner = ray.remote(**options)(onnode.run_here)
+            probes = SimpleNamespace(failed={}, actors={
+                n: SimpleNamespace(call_here=on_node(runner, n)) for n in nodes})
 
-                answers = ask(fleet, {k: (node, "call_here", func, *args)
-                                      for k, (node, func, *args) in calls.items()}, timeout_s)
-                return {k: ("ok", a.value) if a.ok else ("failed", a.error or a.kind)
-                        for k, a in answers.items()}
-            refs = {on_node(ray.remote(**options)(func), node).remote(*args): key
-                    for key, (node, func, *args) in calls.items()}
-            ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s)
-            out = {}
-            for ref in ready:
-                try:
-                    out[refs[ref]] = ("ok", ray.get(ref, timeout=1))
-                except Exception as exc:
-                    out[refs[ref]] = ("failed", _error_line(exc))
-            for ref in pending:
-                out[refs[ref]] = ("failed", f"no answer within {timeout_s:g} s")
-                try:
-                    ray.cancel(ref, force=True)
-                except Exception:
-                    pass
-            return out
+        def run_round(calls: dict, timeout_s: float) -> dict:
+            """{key: (node, func, *args)} -> {key: ("ok", value) | ("failed", why)}, bounded
+            (rldoctor.cluster.fleet.ask: what does not answer in time is cancelled)."""
+            from rldoctor.cluster.fleet import ask
+
+            answers = ask(probes, {k: (node, "call_here", func, *args)
+                                   for k, (node, func, *args) in calls.items()}, timeout_s)
+            return {k: ("ok", a.value) if a.ok else ("failed", a.error or a.kind)
+                    for k, a in answers.items()}
 
         limit = ROUND_TIMEOUT_S if budget is None else max(5.0, min(ROUND_TIMEOUT_S, budget.left(ROUND_TIMEOUT_S)))
         t0 = time.monotonic()

@@ -363,6 +363,11 @@ def _short(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def run_here(func, *args):
+    """The task that runs one of this module's reads in the job's runtime_env."""
+    return func(*args)
+
+
 def register() -> None:
     """Pickle this module's functions by value, so nodes need not have rldoctor."""
     import sys
