@@ -153,21 +153,36 @@ def _from_attr(text: str) -> tuple[Any, dict]:
 
 
 def _from_checkpoint(path: Path) -> tuple[Any, dict]:
-    try:
-        from ray.rllib.utils.checkpoints import get_checkpoint_info
-        from ray.rllib.algorithms.algorithm import Algorithm
+    """The config an RLlib checkpoint saved: the new format's class_and_ctor_args.pkl (the
+    algorithm class and its config's state, what `Algorithm.from_checkpoint` restores), else
+    the older algorithm_state.pkl's `config`. Unpickled as RLlib does: a checkpoint is code."""
+    import pickle
 
-        info = get_checkpoint_info(str(path))
-        state = Algorithm._checkpoint_info_to_algorithm_state(info)
+    try:
+        ctor = path / "class_and_ctor_args.pkl"
+        if ctor.exists():
+            with open(ctor, "rb") as f:
+                saved = pickle.load(f)
+            args, kwargs = saved["ctor_args_and_kwargs"]
+            state = kwargs.get("config", args[0] if args else None)
+            if _is_config(state):
+                return state, {"entry": "checkpoint"}
+            from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+            return AlgorithmConfig.from_state(state), {"entry": "checkpoint"}
+        from ray.rllib.algorithms.algorithm import Algorithm
+        from ray.rllib.utils.checkpoints import get_checkpoint_info
+
+        state = Algorithm._checkpoint_info_to_algorithm_state(get_checkpoint_info(str(path)))
         config = state.get("config")
+        if isinstance(config, dict):
+            from ray.rllib.algorithms.registry import get_algorithm_class
+
+            cls = get_algorithm_class(state.get("algorithm_class") or "")
+            config = cls.get_default_config().update_from_dict(config) if cls else None
     except BaseException as exc:
         raise UsageError(f"{path}: not a checkpoint RLlib can read: {type(exc).__name__}: {exc}"
                          .splitlines()[0]) from None
-    if isinstance(config, dict):
-        from ray.rllib.algorithms.registry import get_algorithm_class
-
-        cls = get_algorithm_class(state.get("algorithm_class") or "")
-        config = cls.get_default_config().update_from_dict(config) if cls else None
     return config, {"entry": "checkpoint"}
 
 
