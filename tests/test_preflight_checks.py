@@ -1,5 +1,5 @@
 """`rldoctor preflight`'s pure parts: the checks RLD901-RLD907 on recorded preflight snapshots
-(fixtures/preflight-*.json, recorded from the cluster of tests/test_e2e_preflight.py) changed
+(fixtures/preflight/*.json, recorded from the cluster of tests/test_e2e_preflight.py) changed
 one fact at a time, and the reading of a TARGET into a plan (a config, a script that is never
 trained, a checkpoint) without any cluster. The whole command on real clusters:
 tests/test_e2e_preflight.py.
@@ -16,7 +16,24 @@ from conftest import FIXTURES, ROOT
 from rldoctor.checks.preflight import capacity, code, contract, gpus, storage
 from rldoctor.snapshot import Snapshot
 
-HEALTHY = json.loads((FIXTURES / "preflight-healthy.json").read_text())
+PREFLIGHT = FIXTURES / "preflight"
+HEALTHY = json.loads((PREFLIGHT / "healthy.json").read_text())
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PREFLIGHT.glob("*.json")
+                                         if not p.name.endswith(".expected.json")), ids=lambda p: p.stem)
+def test_each_recorded_preflight_gives_exactly_the_expected_findings(path):
+    from rldoctor.engine.registry import load_registry
+    from rldoctor.engine.runner import run_checks
+    from rldoctor.snapshot import load
+
+    registry = load_registry(include_plugins=False)
+    results = run_checks(registry.select(preflight=True), load(path))
+    assert [r for r in results if r.status == "error"] == []
+    expected = json.loads(path.with_name(path.stem + ".expected.json").read_text())
+    got = sorted((f.code, f.severity.label, f.subject) for r in results for f in r.findings)
+    assert got == sorted((f["code"], f["severity"], f["subject"]) for f in expected["findings"])
+    assert all(f.message and f.fix for r in results for f in r.findings)
 
 
 def snap_with(plan=None, **preflight) -> Snapshot:
@@ -106,7 +123,7 @@ def test_resources_in_use_now_make_it_wait_not_fail():
 
 # ---------------------------------------------------------------------- RLD902, RLD903
 def test_a_node_where_no_runner_can_land_is_not_blamed_for_the_env():
-    doc = json.loads((FIXTURES / "preflight-env-missing.json").read_text())
+    doc = json.loads((PREFLIGHT / "env-missing.json").read_text())
     snap = Snapshot(doc)
     (f,) = run(code.env_unavailable_on_node, snap)
     missing = f.subject.split(":", 1)[1]
@@ -128,6 +145,14 @@ def test_a_probe_that_could_not_start_in_the_runtime_env_is_named():
     assert "pip install failed" in f.message
 
 
+def test_a_node_too_slow_to_answer_is_a_warning_not_a_missing_env():
+    doc = copy.deepcopy(HEALTHY)
+    node = sorted(doc["preflight"]["nodes"])[0]
+    doc["preflight"]["nodes"][node] = {"node_id": node, "failed": "no answer within 60.0s"}
+    (f,) = run(code.env_unavailable_on_node, Snapshot(doc))
+    assert f.severity.label == "warn" and "did not answer in time" in f.message
+
+
 def test_python_patch_release_differing_is_a_failure():
     doc = copy.deepcopy(HEALTHY)
     node = sorted(doc["preflight"]["nodes"])[-1]
@@ -138,7 +163,7 @@ def test_python_patch_release_differing_is_a_failure():
 
 
 def test_numpy_majors_differing_is_a_failure_one_major_a_warning():
-    doc = json.loads((FIXTURES / "preflight-numpy-skew.json").read_text())
+    doc = json.loads((PREFLIGHT / "numpy-skew.json").read_text())
     (f,) = run(code.package_skew, Snapshot(doc))
     assert f.severity.label == "warn" and "2.0.2 on" in f.message
     for view in doc["preflight"]["nodes"].values():
@@ -150,7 +175,7 @@ def test_numpy_majors_differing_is_a_failure_one_major_a_warning():
 
 # ---------------------------------------------------------------------- RLD904 storage
 def test_a_storage_path_local_to_every_node_is_one_finding():
-    doc = json.loads((FIXTURES / "preflight-storage-tmpfs.json").read_text())
+    doc = json.loads((PREFLIGHT / "storage-tmpfs.json").read_text())
     (f,) = run(storage.storage_not_shared, Snapshot(doc))
     assert "tmpfs" in f.message
     doc["preflight"]["storage_seen"] = {n: [n] for n in doc["preflight"]["storage_seen"]}
@@ -159,7 +184,7 @@ def test_a_storage_path_local_to_every_node_is_one_finding():
 
 
 def test_a_node_that_cannot_write_the_storage_path_is_named():
-    doc = json.loads((FIXTURES / "preflight-storage-tmpfs.json").read_text())
+    doc = json.loads((PREFLIGHT / "storage-tmpfs.json").read_text())
     node = sorted(doc["preflight"]["nodes"])[0]
     doc["preflight"]["nodes"][node]["storage"].update(
         written=False, error="PermissionError: [Errno 13] Permission denied")
@@ -201,7 +226,7 @@ def test_the_time_a_fragment_takes_against_sample_timeout_s(step_s, severity):
 
 # ---------------------------------------------------------------------- RLD907 GPUs
 def test_gpus_that_torch_sees_are_no_finding():
-    doc = json.loads((FIXTURES / "preflight-gpu-no-cuda.json").read_text())
+    doc = json.loads((PREFLIGHT / "gpu-no-cuda.json").read_text())
     (f,) = run(gpus.gpu_not_usable, Snapshot(doc))
     assert "counts 0 device(s)" in f.message
     node = f.subject.split(":", 1)[1]
@@ -230,7 +255,7 @@ def test_a_script_is_read_up_to_its_tuner_and_never_trained(monkeypatch, tmp_pat
 def test_a_checkpoint_gives_its_saved_config():
     from rldoctor.inputs.training import plan_of
 
-    plan = plan_of(str(FIXTURES / "preflight-checkpoint"))
+    plan = plan_of(str(PREFLIGHT / "checkpoint"))
     assert plan["algo"] == "PPO" and plan["entry"] == "checkpoint"
     assert plan["env"] == {"kind": "gym_id", "name": "CartPole-v1", "env_config": {},
                            "registered_here": True}

@@ -11,6 +11,7 @@ STAGE_TEXT = {
     "resolve": "the env's name is not registered",
     "build": "the env raised while it was built",
     "probe": "the probe in the job's runtime_env did not run",
+    "timeout": "the probe did not answer in time",
 }
 STAGE_FIX = {
     "import": ("Ship the env's code with the job: `runtime_env={{'working_dir': '.'}}` or "
@@ -22,6 +23,9 @@ STAGE_FIX = {
                 "on the node registers it, and set `config.environment(\"pkg.module:{name}\")`."),
     "build": ("Fix what the env's constructor needs on that node (files, devices, environment "
               "variables, `env_config` keys); the line is the env's own error."),
+    "timeout": ("The node was too slow to start a worker and answer (a busy host, or a "
+                "runtime_env still installing); run preflight again, and look at that node's "
+                "raylet.out if it stays silent."),
     "probe": ("The job's runtime_env could not be set up on that node (a pip package or a "
               "working_dir that does not install there); fix the runtime_env, then run "
               "preflight again."),
@@ -72,13 +76,14 @@ def env_unavailable_on_node(snap, params):
         if node_id not in landing:
             continue
         if view.get("failed"):
-            stage, error = "probe", view["failed"]
+            stage = "timeout" if str(view["failed"]).startswith(("no answer", "timeout")) else "probe"
+            error = view["failed"]
         elif (view.get("env") or {}).get("ok") is False:
             stage, error = view["env"].get("stage") or "build", view["env"].get("error")
         else:
             continue
         name = env.get("name") or "?"
-        yield fail(subject(node_id), f"{STAGE_TEXT.get(stage, stage)} on {node_name(snap, node_id)}"
+        yield (warn if stage == "timeout" else fail)(subject(node_id), f"{STAGE_TEXT.get(stage, stage)} on {node_name(snap, node_id)}"
                    f", where env runners can land: {error}",
                    {"env": name, "stage": stage, "error": error,
                     "runtime_env": sect.get("plan", {}).get("runtime_env") or {}},
