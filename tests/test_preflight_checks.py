@@ -273,3 +273,16 @@ def test_targets_that_are_not_a_training_are_one_usage_line(tmp_path):
     script.write_text("x = 1\n")
     with pytest.raises(UsageError, match="no AlgorithmConfig found"):
         plan_of(str(script))
+
+
+def test_the_command_refuses_what_is_no_training_in_one_line_exit_2(tmp_path):
+    from conftest import run_rldoctor
+
+    for target, says in ((str(tmp_path), "not an RLlib checkpoint"),
+                         ("no-such-thing", "expected MODULE:ATTR"),
+                         ("missing.py", "no such file")):
+        result = run_rldoctor("preflight", target, "--address", "127.0.0.1:1")
+        assert result.code == 2, result
+        assert result.stderr.count("\n") == 1 and says in result.stderr, result
+    result = run_rldoctor("preflight", "x:y", "--runtime-env", "[1]")
+    assert result.code == 2 and "--runtime-env" in result.stderr, result

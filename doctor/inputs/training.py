@@ -34,6 +34,7 @@ from typing import Any
 from rldoctor.errors import UsageError
 
 COMPARED_PACKAGES = ("numpy", "gymnasium", "torch", "ray")
+_CHECKPOINT_FILES = ("rllib_checkpoint.json", "class_and_ctor_args.pkl", "algorithm_state.pkl")
 
 
 class _Captured(BaseException):
@@ -190,8 +191,7 @@ def load_config(target: str) -> tuple[Any, dict]:
     """(AlgorithmConfig, how it was found); a TARGET that gives none is a usage error."""
     path = Path(target).expanduser()
     if path.is_dir():
-        if not (path / "rllib_checkpoint.json").exists() and not (path / "algorithm_state.pkl").exists() \
-                and not (path / "class_and_ctor_args.pkl").exists():
+        if not any((path / name).exists() for name in _CHECKPOINT_FILES):
             raise UsageError(f"{target}: a directory, but not an RLlib checkpoint "
                              "(no rllib_checkpoint.json in it)")
         config, found = _from_checkpoint(path.resolve())
@@ -344,7 +344,12 @@ def plan_of(target: str, runtime_env: dict | None = None) -> dict:
 def check_target(target: str) -> None:
     """What can be said of TARGET without importing anything: a usage error, at once."""
     path = Path(target).expanduser()
-    if path.is_dir() or (path.suffix == ".py" and path.is_file()):
+    if path.is_dir():
+        if not any((path / name).exists() for name in _CHECKPOINT_FILES):
+            raise UsageError(f"{target}: a directory, but not an RLlib checkpoint "
+                             "(no rllib_checkpoint.json in it)")
+        return
+    if path.suffix == ".py" and path.is_file():
         return
     if path.suffix == ".py":
         raise UsageError(f"TARGET {target!r}: no such file")
