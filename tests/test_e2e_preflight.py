@@ -100,6 +100,7 @@ def node_id(cluster: LocalCluster, index: int) -> str:
     return cluster.nodes[index].node_id
 
 
+@pytest.mark.serial  # it bounds a time (tests/suite_plan.py)
 def test_a_healthy_cartpole_config_gets_no_warn_or_fail_in_under_5_s(cluster):
     preflight(cluster, f"{CONFIGS}:healthy")  # the first: the nodes' workers start once
     result, report = preflight(cluster, f"{CONFIGS}:healthy")
