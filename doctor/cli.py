@@ -334,6 +334,52 @@ def watch(address, interval, metrics_port, metrics_host, log_path, only, skip, t
 
 
 @main.command()
+@click.argument("target", metavar="TARGET")
+@click.option("--address", help="GCS address HOST:PORT of the head, http(s)://HOST:PORT of its "
+              "dashboard (the probes then run inside one short Ray job), or 'auto'. Default: "
+              "$RAY_ADDRESS, then auto.")
+@click.option("--runtime-env", "runtime_env", metavar="JSON|FILE",
+              help="The runtime_env the job will be submitted with (JSON text or a JSON file), "
+              "e.g. '{\"working_dir\": \".\"}': the probes run in it on every node.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
+@click.option("--fail-on", type=click.Choice(["info", "warn", "fail"]), default="fail",
+              show_default=True, help="Exit 1 when a finding is at or above this severity.")
+@click.option("--timeout", type=Finite(min=1), default=60.0, show_default=True,
+              help="Upper bound in seconds on joining the cluster and collecting from it.")
+@click.option("--verbose", is_flag=True, help="Table and Markdown: list every check.")
+@IGNORE_OPTION
+@CONFIG_OPTION
+def preflight(target, address, runtime_env, fmt, output, fail_on, timeout, verbose, ignores,
+              config):
+    """Before you submit: will this training run on this cluster? (RLD901-RLD907)
+
+    TARGET is the training as you have it: MODULE:ATTR (or file.py:ATTR) of an
+    AlgorithmConfig, a script that builds one (train.py: run with its training entry
+    points replaced, so it stops where it would build or fit, and nothing trains), or a
+    checkpoint directory (its saved config). Against the live cluster it reports: env
+    runners, learners and Tune trials that can never be placed or only after scale-up;
+    the env's code that does not import or build on a node where runners land (in the
+    job's runtime_env, or --runtime-env); numpy, gymnasium, torch, the env's package or
+    Python differing between nodes; a storage_path that is not one shared directory;
+    the env's contract (reset, a few hundred steps on one node: spaces, step API, finite
+    rewards, episode ends) and its speed against rollout_fragment_length and
+    sample_timeout_s; GPUs Ray counts that a worker cannot use. Every probe is a
+    zero-CPU task, bounded, and removed after.
+    """
+    try:
+        from rldoctor.commands.preflight import run
+
+        code = run(target, address, runtime_env, fmt, output, fail_on, timeout,
+                   ignores=ignores, config=config, verbose=verbose)
+    except RldoctorError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        _fail(Interrupted("interrupted: probes stopped and removed, no report written"))
+    _exit(code)
+
+
+@main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--format", "fmt", type=click.Choice(LINT_FORMATS), default="text",
               show_default=True, help="text: one `path:line:col: CODE [severity] message "

@@ -112,7 +112,7 @@ class Diagnosis:
                      config: str | None = None, *, lint: bool = False,
                      codes: Iterable[str] | None = None, read_mutes: bool = True,
                      timeout_s: float = DEFAULT_CHECK_TIMEOUT_S, smoke_figures: bool = False,
-                     registry: Registry | None = None) -> "Diagnosis":
+                     registry: Registry | None = None, preflight: bool = False) -> "Diagnosis":
         """Check the options against the registry (a usage error is raised before anything is
         read) and load the mutes (a bad ignore file stops here too). `codes` narrows the
         selection to a command's own checks; `read_mutes=False` reads no ignore file."""
@@ -127,7 +127,7 @@ class Diagnosis:
         validate_codes("--skip", skip, registry)
         validate_params(params, registry)
         only, rules = rule_selection(only, registry)
-        selected = registry.select(only, skip, lint=lint)
+        selected = registry.select(only, skip, lint=lint, preflight=preflight)
         if codes is not None:
             wanted = set(codes)
             selected = [c for c in selected if c.code in wanted]

@@ -30,6 +30,7 @@ CHECKS_PACKAGE = "rldoctor.checks"  # every public module of it holds checks; `_
 LINT_RULES_PACKAGE = "rldoctor.lint.rules"  # the `code` area: one module per lint rule
 CHECK_PACKAGES = (CHECKS_PACKAGE, LINT_RULES_PACKAGE)  # the packages the registry scans
 LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
+PREFLIGHT_AREA = "preflight"  # a training before it is submitted: `rldoctor preflight` runs them
 
 
 @dataclass
@@ -182,11 +183,12 @@ class Registry:
         raise error
 
     def select(self, only: Iterable[str] = (), skip: Iterable[str] = (),
-               lint: bool = False) -> list[Check]:
-        """The checks to run: the `code` area's for `rldoctor lint`, all the others otherwise."""
+               lint: bool = False, preflight: bool = False) -> list[Check]:
+        """The checks to run: the `code` area's for `rldoctor lint`, the `preflight` area's for
+        `rldoctor preflight`, all the others otherwise."""
         only, skip = set(only), set(skip)
         return [c for c in self.checks
-                if (c.area == LINT_AREA) == lint
+                if (c.area == LINT_AREA) == lint and (c.area == PREFLIGHT_AREA) == preflight
                 and (not only or c.code in only or c.name in only) and c.code not in skip
                 and c.name not in skip]
 

@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                              "the driver deletes its own log file")
     parser.add_argument("--since-s", type=float, default=None,
                         help="how far back ended jobs count (check --since)")
+    parser.add_argument("--preflight-plan", default=None,
+                        help="also try a training's plan on every node (rldoctor preflight)")
     args = parser.parse_args(argv)
     from rldoctor.job import log as job_log
 
@@ -142,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
             from rldoctor.job import bundle as job_bundle
 
             gatherer = job_bundle.new_gatherer()
-        doc = _the_job(args.timeout, extras=(gatherer,) if gatherer else ())
+        extras = (gatherer,) if gatherer else ()
+        if args.preflight_plan:
+            from rldoctor.cluster.preflight import Preflight
+
+            extras += (Preflight(json.loads(base64.b64decode(args.preflight_plan))),)
+        doc = _the_job(args.timeout, extras=extras)
         text = frame(redacted_text(doc, gatherer.secret_sources if gatherer else ()))
     except (SystemExit, KeyboardInterrupt):  # stopped while collecting (ray.init's own
         job_log.wipe_own_log()                # SIGTERM handler exits): nothing to print
