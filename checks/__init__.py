@@ -1,5 +1,5 @@
 """rldoctor's built-in checks: one package per area (cluster, network, memory, workers,
-serialization, training, security), one module per code family inside it; the `_helpers`
+serialization, training, security, preflight), one module per code family inside it; the `_helpers`
 here serve several areas. The lint rules (area `code`) are in rldoctor.lint.rules.
 
     _autoscaling.py   what the autoscaler will do for a waiting demand (RLD103, RLD108, RLD109)

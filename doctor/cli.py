@@ -367,15 +367,11 @@ def preflight(target, address, runtime_env, fmt, output, fail_on, timeout, verbo
     sample_timeout_s; GPUs Ray counts that a worker cannot use. Every probe is a
     zero-CPU task, bounded, and removed after.
     """
-    try:
+    with one_line(interrupted="interrupted: probes stopped and removed, no report written"):
         from rldoctor.commands.preflight import run
 
         code = run(target, address, runtime_env, fmt, output, fail_on, timeout,
                    ignores=ignores, config=config, verbose=verbose)
-    except RldoctorError as exc:
-        _fail(exc)
-    except KeyboardInterrupt:
-        _fail(Interrupted("interrupted: probes stopped and removed, no report written"))
     _exit(code)
 
 

@@ -34,7 +34,7 @@ def subject(node_id: str) -> str:
 
 def runner_shape(snap) -> dict:
     """What one env runner asks for (the main process's bundle when the config has none)."""
-    bundles = (plan(snap).get("demand") or {}).get("bundles") or []
+    bundles = snap.field("preflight", "plan", "demand", "bundles") or []
     for role in ("env runner", "main process"):
         for b in bundles:
             if b.get("role") == role:

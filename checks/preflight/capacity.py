@@ -62,7 +62,8 @@ def _scale_up(bundles: list[dict], bins: list[dict], scaler: dict, strategy: str
     types = worker_types(scaler)
     room = {t["name"]: (t["max_workers"] - launched(scaler, t)) if t.get("max_workers") is not None
             else 10**6 for t in types}
-    global_max = (scaler.get("config") or {}).get("max_workers")
+    config = scaler.get("config") or {}
+    global_max = config.get("max_workers")
     total_room = (global_max - sum(launched(scaler, t) for t in types)) if global_max is not None else 10**6
     added: dict[str, int] = {}
     pool = [dict(b) for b in bins]
@@ -145,11 +146,7 @@ def demand_exceeds_capacity(snap, params):
     if _pack(bundles, free, strategy) is not None:
         return
     if _pack(bundles, total, strategy) is not None:
-        busy = {}
-        for t, f in zip(total, free):
-            for k, v in t.items():
-                if v - f.get(k, 0.0) > 1e-9:
-                    busy[k] = busy.get(k, 0.0) + v - f.get(k, 0.0)
+        busy = _in_use(total, free)
         yield warn("cluster", f"placeable only once what runs now ends: {what} fits the nodes' "
                    f"totals, not what is free now ({{{show(busy)}}} in use)",
                    {**evidence, "in_use": busy}, BUSY_FIX.format(busy=show(busy)))
@@ -163,6 +160,30 @@ def demand_exceeds_capacity(snap, params):
                        "node(s) from the autoscaler before it starts",
                        {**evidence, "scale_up": added}, SCALE_FIX.format(types=", ".join(added)))
             return
+    yield from _never_placeable(demand, bundles, total, scaler, evidence, strategy, len(alive))
+
+
+def _in_use(total: list[dict], free: list[dict]) -> dict:
+    """What the nodes hold now: their totals less what is free, summed."""
+    busy: dict = {}
+    for t, f in zip(total, free):
+        for k, v in t.items():
+            if v - f.get(k, 0.0) > 1e-9:
+                busy[k] = busy.get(k, 0.0) + v - f.get(k, 0.0)
+    return busy
+
+
+def _summed(shapes) -> dict:
+    summed: dict = {}
+    for one in shapes:
+        for k, v in one.items():
+            summed[k] = summed.get(k, 0.0) + v
+    return summed
+
+
+def _never_placeable(demand, bundles, total, scaler, evidence, strategy, node_count):
+    """The fail of a demand that neither fits now, once jobs end, nor after a scale-up."""
+    what = evidence["demand"]
     offers = total + ([shape(t["resources"]) for t in worker_types(scaler)]
                       if scaler and scaler.get("running") else [])
     for role, b in _roles(demand):
@@ -176,17 +197,10 @@ def demand_exceeds_capacity(snap, params):
             return
     if strategy in ("STRICT_PACK", "STRICT_SPREAD"):
         yield fail("cluster", f"never placeable with {strategy}: {what} does not fit as that "
-                   f"strategy asks on {len(alive)} node(s)", evidence,
+                   f"strategy asks on {node_count} node(s)", evidence,
                    NEVER_FIX["strategy"].format(strategy=strategy))
         return
-    need: dict = {}
-    for b in bundles:
-        for k, v in b.items():
-            need[k] = need.get(k, 0.0) + v
-    have: dict = {}
-    for t in total:
-        for k, v in t.items():
-            have[k] = have.get(k, 0.0) + v
+    need, have = _summed(bundles), _summed(total)
     yield fail("cluster", f"never placeable: {what} asks for {{{show(need)}}} in all; the cluster "
                f"has {{{show(have)}}}"
                + (" and the autoscaler cannot add enough" if scaler and scaler.get("running") else

@@ -78,7 +78,7 @@ def env_unavailable_on_node(snap, params):
         if view.get("failed"):
             stage = "timeout" if str(view["failed"]).startswith(("no answer", "timeout")) else "probe"
             error = view["failed"]
-        elif (view.get("env") or {}).get("ok") is False:
+        elif isinstance(view.get("env"), dict) and view["env"].get("ok") is False:
             stage, error = view["env"].get("stage") or "build", view["env"].get("error")
         else:
             continue

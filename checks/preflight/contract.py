@@ -57,7 +57,7 @@ def env_contract(snap, params):
     where = sect.get("contract_node")
     subj = subject(where) if where else "cluster"
     on = f" (stepped on {node_name(snap, where)})" if where else ""
-    env = (plan(snap).get("env") or {}).get("name") or "the env"
+    env = snap.field("preflight", "plan", "env", "name") or "the env"
     for problem in contract.get("problems") or []:
         kind = problem.get("kind")
         yield (fail if kind in SEVERE else warn)(

@@ -37,7 +37,8 @@ def gpu_not_usable(snap, params):
     if asks <= 0:
         return
     for node_id, view in sorted((section(snap).get("nodes") or {}).items()):
-        counted = shape((snap.node(node_id) or {}).get("resources_total")).get("GPU", 0.0)
+        node = snap.node(node_id) or {}
+        counted = shape(node.get("resources_total")).get("GPU", 0.0)
         if counted <= 0:
             continue
         gpus = view.get("gpus") or {}

@@ -53,9 +53,7 @@ def storage_not_shared(snap, params):
     writers = sorted(n for n, v in views.items() if v.get("written"))
     if len(writers) < 2 or not seen:
         return
-    groups: dict[tuple, list[str]] = {}
-    for node_id in writers:
-        groups.setdefault(tuple(n for n in seen.get(node_id, []) if n in writers), []).append(node_id)
+    groups = _groups_by_what_they_see(writers, seen)
     if len(groups) < 2 and all(len(k) == len(writers) for k in groups):
         return
     largest = max(groups.values(), key=len)
@@ -78,3 +76,11 @@ def storage_not_shared(snap, params):
                     "mount_point": view.get("mount_point"),
                     "shared_by": [n[:8] for n in largest],
                     "sees_markers_of": [n[:8] for n in seen.get(node_id, [])]}, FIX["local"])
+
+
+def _groups_by_what_they_see(writers: list[str], seen: dict) -> dict[tuple, list[str]]:
+    """The writing nodes grouped by the markers (of writers) each one sees."""
+    groups: dict[tuple, list[str]] = {}
+    for node_id in writers:
+        groups.setdefault(tuple(n for n in seen.get(node_id, []) if n in writers), []).append(node_id)
+    return groups

@@ -142,7 +142,7 @@ def actor_restarts(snap, params):
         fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
         shown = actors[:params["findings_per_class"]]
         # from logs the snapshot's time is their last line, not now: an age counts back from it
-        ago = "before the logs end" if (snap.get("source") or {}).get("kind") == "logs" else "ago"
+        ago = "before the logs end" if snap.field("source", "kind") == "logs" else "ago"
         for actor in shown:
             yield _restart_finding(actor, index, params, fix, snap.label(actor.get("node_id")),
                                    snap.get("created_at"), ago)

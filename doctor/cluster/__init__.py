@@ -14,6 +14,7 @@
     raylets.py        the one fan-out to the raylets; dashboard_http.py the one dashboard client
     gather.py, logs.py, stack_targets.py   the incident bundle's items, gathered through Ray
     smoke.py          smoke-train's driver (settings, placement, the run and its figures)
+    preflight.py      `rldoctor preflight`'s reads: the plan asked of every node, the env stepped
 
 Standard library, ray and the cluster side only (tests/test_layering.py): this folder ships
 to the cluster in the dashboard path (rldoctor.dashboard.package), all but smoke.py, which

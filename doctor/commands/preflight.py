@@ -12,11 +12,11 @@ import json
 
 import click
 
+from rldoctor.engine.registry import PREFLIGHT_AREA
 from rldoctor.errors import UsageError
 from rldoctor.model import Severity
 from rldoctor.output import write_text
 
-PREFLIGHT_AREA = "preflight"
 # What the report of a preflight is made of: the nodes, the autoscaler and what the probes read;
 # not the timeline of past jobs or the trainings running now (`rldoctor check` reports those).
 REPORTED_SECTIONS = ("schema", "created_at", "rldoctor_version", "source", "collectors", "notes",

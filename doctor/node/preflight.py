@@ -105,9 +105,8 @@ def build_env(plan: dict):
             import ray.cloudpickle
 
             maker = ray.cloudpickle.loads(base64.b64decode(spec["payload"]))
-        elif kind == "gym_id":
-            import gymnasium
-
+        elif kind == "gym_id":  # RLlib's own dependency, looked up by name on the node
+            gymnasium = importlib.import_module("gymnasium")
             maker = None
         else:
             return None, {"stage": "resolve", "error": f"no env in the config ({kind})"}

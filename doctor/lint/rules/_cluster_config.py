@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+
+from rldoctor.lint.rules._problem import Problem
 
 LEGACY = ("head_node", "worker_nodes")
 COMMAND_LISTS = ("initialization_commands", "setup_commands", "head_setup_commands",
@@ -24,16 +25,6 @@ _RAY_WHEEL = re.compile(r"ray-([0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.]*)-cp")
 _RAY_IMAGE = re.compile(r"rayproject/ray(?:-ml)?:([0-9][0-9A-Za-z.]*|latest|nightly)")
 _LOCAL_START_HEAD = "ulimit -c unlimited; ray start --head --port=6379 --autoscaling-config=~/ray_bootstrap_config.yaml"
 _LOCAL_START_WORKER = "ray start --address=$RAY_HEAD_IP:6379"
-
-
-@dataclass
-class Problem:
-    severity: str
-    pointer: str
-    message: str
-    fix: str
-    replacement: str = ""
-    evidence: dict = field(default_factory=dict)
 
 
 def where(doc: dict, pointer: str) -> tuple[int, int]:

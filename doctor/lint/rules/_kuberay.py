@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from rldoctor.lint.rules._cluster_config import Problem, about_rllib, cluster_problems
+from rldoctor.lint.rules._cluster_config import about_rllib, cluster_problems
+from rldoctor.lint.rules._problem import Problem
 from rldoctor.lint.rules._ray_start import params_problems
 from rldoctor.shape import kind_of
 

@@ -12,7 +12,7 @@ import difflib
 import re
 import shlex
 
-from rldoctor.lint.rules._cluster_config import Problem
+from rldoctor.lint.rules._problem import Problem
 
 _SHELL_VALUE = re.compile(r"[$`{}]")  # a value the shell fills in: not ours to judge
 

@@ -1036,7 +1036,7 @@ class FileUsages:
                 if call["method"] is not None and call["receiver"] not in (None,):
                     pass
                 resolved = self._resolve(call["func"])
-                if not (_last(resolved) in ALGORITHMS or _last(resolved) in TRAINERS
+                if not (_last(resolved) in words.ALGORITHMS or _last(resolved) in TRAINERS
                         or _last(resolved) == "Algorithm"):
                     continue
                 if call["name"] in ("from_checkpoint", "get_default_config"):
