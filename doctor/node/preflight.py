@@ -97,6 +97,7 @@ def _env_context(plan: dict):
 def build_env(plan: dict):
     """The env as an env runner would make it: (env, None) or (None, {stage, error})."""
     import base64
+    import importlib
 
     spec = plan.get("env") or {}
     kind = spec.get("kind")
