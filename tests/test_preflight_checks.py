@@ -1,8 +1,7 @@
 """`rldoctor preflight`'s pure parts: the checks RLD901-RLD907 on recorded preflight snapshots
-(fixtures/preflight/*.json, recorded from the cluster of tests/test_e2e_preflight.py) changed
+(fixtures/preflight/*.json, recorded from a 3-node test cluster) changed
 one fact at a time, and the reading of a TARGET into a plan (a config, a script that is never
-trained, a checkpoint) without any cluster. The whole command on real clusters:
-tests/test_e2e_preflight.py.
+trained, a checkpoint) without any cluster.
 """
 
 from __future__ import annotations
