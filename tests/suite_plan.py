@@ -7,18 +7,21 @@ where and when a test runs is here, applied by conftest.py at collection:
   tests run on one worker, in file order, so a
   module-scoped cluster is started once. Modules that share a session-scoped cluster are one
   unit too (`SHARED`): they run on one worker, in the order given there.
-- **Units holding a serial test first** (below), in file order: a serial test waits for the
-  other worker's test in progress to end, which early on is a short one, not a training.
+- **Units holding a serial test first** (those of short tests before those that start
+  clusters), in file order, **in lanes**: the first worker takes them, the other takes units
+  of short tests (no cluster) while any is left (`next_unit`), so that a serial test waits
+  seconds for the test in progress beside it, not a training.
 - **Then long units** (`LONG_FIRST`, the slowest modules of the last measured run, slowest
   first): the two workers then end close together instead of one waiting on a long module
   picked up last. A module not listed runs after them, in file order.
 - **Timing-sensitive tests run alone** (`@pytest.mark.serial`): while one runs, the other
   worker waits between its tests (a file lock, shared by every other test, exclusive for
-  these). A module whose `pytestmark` has `serial` runs alone as a whole, from its first
-  test's setup to its last one's teardown: what its module fixture measured (a healthy
-  check's time, the host's memory) holds for all of its tests. A test that bounds a time,
-  compares two measured times or measures the host (latency, throughput, memory growth) is
-  serial; one whose bound is far from what it measures (a 15 s bound on a 3 s exit) is not.
+  these). A module whose `pytestmark` has `serial` runs alone from the end of its unlocked
+  setup (the fixtures named in its `BEFORE_THE_LOCK`, e.g. its cluster) to its last test's
+  teardown (`serial_module_alone`): what its fixtures measure next (a healthy check's time,
+  the host's memory) holds for all of its tests. A test that bounds a time, compares two
+  measured times or measures the host (latency, throughput, memory growth) is serial; one
+  whose bound is far from what it measures (a 15 s bound on a 3 s exit) is not.
 
 Adding a module: nothing to do for a unit test. A module that starts clusters is found by its
 `cluster` mark; put it in `LONG_FIRST` if it takes more than about 30 s (see `--durations`
