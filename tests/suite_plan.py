@@ -8,9 +8,10 @@ where and when a test runs is here, applied by conftest.py at collection:
   module-scoped cluster is started once. Modules that share a session-scoped cluster are one
   unit too (`SHARED`): they run on one worker, in the order given there.
 - **Units holding a serial test first** (those of short tests before those that start
-  clusters), in file order, **in lanes**: the first worker takes them, the other takes units
-  of short tests (no cluster) while any is left (`next_unit`), so that a serial test waits
-  seconds for the test in progress beside it, not a training.
+  clusters), in file order: a serial test waits for the other worker's test in progress to
+  end, which early on is a short one, not a training. (Lanes, one worker taking every
+  serial unit while the other took the short ones, were measured: the serial units in a
+  row on one worker made the long units start at minute 10 and the run longer.)
 - **Then long units** (`LONG_FIRST`, the slowest modules of the last measured run, slowest
   first): the two workers then end close together instead of one waiting on a long module
   picked up last. A module not listed runs after them, in file order.
@@ -73,61 +74,15 @@ def pytest_configure(config) -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """xdist's scheduling by scope, with a unit as the scope, in the collection's order, and
-    lanes: the first worker takes the units holding a serial test, the others take the
-    units of short tests (no cluster) while any such serial unit is left, so that a serial
-    test waits seconds for the test in progress beside it, not a training."""
+    """xdist's scheduling by scope, with a unit as the scope, in the collection's order."""
     from xdist.scheduler import LoadScopeScheduling
-
-    root = Path(config.rootpath)
 
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(_module(nodeid))
 
-        def _assign_work_unit(self, node) -> None:
-            first = getattr(node, "gateway", None) is None or node.gateway.id == "gw0"
-            units = list(self.workqueue)
-            pick = next_unit(units, [kind_of_unit(root, unit, self.workqueue[unit]) for unit in units],
-                             first)
-            self.workqueue.move_to_end(units[pick], last=False)
-            super()._assign_work_unit(node)
-
     config.option.loadscopereorder = False  # the order is the collection's (below)
     return UnitScheduling(config, log)
-
-
-SERIAL, SHORT, CLUSTER = "serial", "short", "cluster"
-
-
-def next_unit(units: list[str], kinds: list[str], first_lane: bool) -> int:
-    """Index of the unit a worker takes next: the first lane the first unit holding a serial
-    test, the other lanes the first unit of short tests while a serial unit is left; then
-    whatever comes first."""
-    if first_lane and SERIAL in kinds:
-        return kinds.index(SERIAL)
-    if not first_lane and SERIAL in kinds and SHORT in kinds:
-        return kinds.index(SHORT)
-    return 0
-
-
-_KINDS: dict[tuple, str] = {}
-
-
-def kind_of_unit(root: Path, unit: str, nodeids) -> str:
-    """SERIAL (holds a serial test), CLUSTER (starts clusters) or SHORT, read from the
-    units' test files (the controller that schedules does not import them)."""
-    if (root, unit) not in _KINDS:
-        files = {nodeid.split("::", 1)[0] for nodeid in nodeids}
-        text = ""
-        for name in files:
-            try:
-                text += (root / name).read_text()
-            except OSError:
-                pass
-        _KINDS[root, unit] = (SERIAL if "pytest.mark.serial" in text
-                        else CLUSTER if "pytest.mark.cluster" in text else SHORT)
-    return _KINDS[root, unit]
 
 
 def _module(nodeid_or_path: str) -> str:

@@ -147,24 +147,3 @@ def test_the_plan_names_only_modules_that_exist():
     for members in suite_plan.SHARED.values():
         assert set(members) <= modules, set(members) - modules
 
-
-def test_the_first_lane_takes_serial_units_and_the_others_short_ones_while_serial_ones_are_left():
-    S, U, C = suite_plan.SERIAL, suite_plan.SHORT, suite_plan.CLUSTER
-    units = ["c1", "s1", "u1", "s2", "u2"]
-    kinds = [C, S, U, S, U]
-    assert suite_plan.next_unit(units, kinds, first_lane=True) == 1
-    assert suite_plan.next_unit(units, kinds, first_lane=False) == 2
-    # no serial unit left: both take what comes first (the long ones)
-    assert suite_plan.next_unit(["c1", "u1"], [C, U], first_lane=False) == 0
-    assert suite_plan.next_unit(["c1", "u1"], [C, U], first_lane=True) == 0
-    # no short unit left: the other lanes help with the serial ones
-    assert suite_plan.next_unit(["c1", "s1"], [C, S], first_lane=False) == 0
-
-
-def test_a_units_kind_is_read_from_its_files(tmp_path):
-    (tmp_path / "test_a.py").write_text("import pytest\n@pytest.mark.serial\ndef test_x(): pass\n")
-    (tmp_path / "test_b.py").write_text("import pytest\npytestmark = pytest.mark.cluster\n")
-    (tmp_path / "test_c.py").write_text("def test_y(): pass\n")
-    kinds = [suite_plan.kind_of_unit(tmp_path, name, [f"{name}.py::test_x"])
-             for name in ("test_a", "test_b", "test_c")]
-    assert kinds == [suite_plan.SERIAL, suite_plan.CLUSTER, suite_plan.SHORT]
