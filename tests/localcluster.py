@@ -151,6 +151,18 @@ def _kill(pids: list[int], sig: int) -> None:
             pass
 
 
+def _raylet_flags(sid: int) -> dict[str, str]:
+    """The `--name=value` flags of the raylet among session `sid`'s processes ({} while none)."""
+    for pid in _pids_of(sid=sid):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if args and args[0].endswith("raylet"):
+            return dict(arg.split("=", 1) for arg in args if arg.startswith("--") and "=" in arg)
+    return {}
+
+
 class LocalCluster:
     def __init__(self, nodes: list[NodeSpec], dashboard: bool = True, token_auth: bool = True,
                  head_env: dict[str, str] | None = None, dashboard_host: str = "127.0.0.1",
@@ -378,15 +390,10 @@ class LocalCluster:
         """Until node `index`'s raylet has made its sockets (or its `ray start` ended)."""
         node = next(n for n in self.nodes if n.index == index)
         while time.monotonic() < deadline and proc.poll() is None:
-            for pid in _pids_of(sid=node.sid):
-                try:
-                    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                sockets = [arg.split(b"=", 1)[1] for arg in args
-                           if arg.startswith((b"--raylet_socket_name=", b"--store_socket_name="))]
-                if len(sockets) == 2 and all(os.path.exists(path) for path in sockets):
-                    return
+            flags = _raylet_flags(node.sid)
+            sockets = [flags.get("--raylet_socket_name"), flags.get("--store_socket_name")]
+            if all(sockets) and all(os.path.exists(path) for path in sockets):
+                return
             time.sleep(0.05)
 
     def add_node(self, spec: NodeSpec, timeout_s: float = 90) -> Node:
@@ -410,29 +417,16 @@ class LocalCluster:
     def _learn_node_ids(self) -> None:
         """Map each node we started to its Ray node id, through its raylet's session."""
         for node in self.nodes:
-            for pid in _pids_of(sid=node.sid):
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-                except OSError:
-                    continue
-                if cmdline and cmdline[0].endswith(b"raylet"):
-                    for arg in cmdline:
-                        if arg.startswith(b"--node_id="):
-                            node.node_id = arg.split(b"=", 1)[1].decode()
+            node.node_id = _raylet_flags(node.sid).get("--node_id", node.node_id)
 
     def log_suffix(self, index: int) -> str:
         """The suffix of node `index`'s log files in the shared temp dir ("" for raylet.out,
         ".2" for raylet.2.out): Ray numbers them in the order the nodes came up, which for
         nodes started side by side is not their index."""
-        for pid in self.pids(index, "raylet"):
-            try:
-                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            for arg in args:
-                if arg.startswith(b"--raylet_socket_name="):
-                    return arg.decode().rsplit("/", 1)[1][len("raylet"):]
-        raise RuntimeError(f"node {index} has no raylet to read its log names from")
+        socket = _raylet_flags(self.nodes[index].sid).get("--raylet_socket_name")
+        if socket is None:
+            raise RuntimeError(f"node {index} has no raylet to read its log names from")
+        return socket.rsplit("/", 1)[1][len("raylet"):]
 
     def kill_node(self, index: int, sig: int = signal.SIGKILL) -> str:
         """Kill every process of one node (raylet, agents, workers) with `sig`; wait until gone."""
