@@ -288,7 +288,8 @@ def test_bundle_holds_every_node_logs_stacks_and_results(incident, healthy_bundl
     assert all(isinstance(v, int) for v in counts.values())
 
     # progress names each node the one way (rldoctor.words.node_label: id, then its address)
-    assert "raylet.out" in result.stderr and re.search(r"node [0-9a-f]{12} \(127\.0\.0\.", result.stderr)
+    subnet = re.escape(incident.cluster.node_ip(0).rsplit(".", 1)[0] + ".")  # the worker's lane
+    assert "raylet.out" in result.stderr and re.search(rf"node [0-9a-f]{{12}} \({subnet}", result.stderr)
 
 
 def test_check_from_the_bundle_finds_what_the_live_check_found(incident, healthy_bundle):
