@@ -85,8 +85,9 @@ def test_stale_token_with_address_auto_and_an_explicit_token_mode(auth_off, tmp_
 @pytest.mark.slow
 def test_smoke_train_joins_an_auth_off_cluster_despite_a_stale_token(auth_off, tmp_path):
     env = _shell(auth_off, _home_with_stale_token(tmp_path))
+    # a low target: it ends once it trained (all this test needs), not at the budget's end
     result = run_rldoctor("smoke-train", "--address", auth_off.address, "--format", "json",
-                          "--time-budget", "40", env=env, timeout=180)
+                          "--target-return", "30", "--time-budget", "40", env=env, timeout=180)
     report = result.json()
     assert report["figures"]["curve"], result  # it trained: the trainer actor lived
     assert "ActorDied" not in result.stdout + result.stderr
