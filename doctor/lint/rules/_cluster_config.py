@@ -346,8 +346,13 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
     out += _ppo_fit(data, rllib)
     from rldoctor.lint.rules._ray_start import command_problems
 
+    locations = doc.get("locations") or {}
     for pointer, command in _commands(data):
-        out += command_problems(pointer, command)
+        for problem in command_problems(pointer, command):
+            at = locations.get(f"{pointer}#{problem.evidence.get('flag')}")
+            if at:  # a command over several lines: the flag's own line
+                problem.evidence.update(line=at[0], column=at[1])
+            out.append(problem)
     for dup in doc.get("duplicates") or []:
         out.append(Problem("warn", dup["pointer"],
                            f"`{dup['pointer'].rsplit('/', 1)[-1]}` appears twice in one mapping (first on "
