@@ -250,7 +250,11 @@ class FileUsages:
         return False
 
     def _config_names(self) -> set[str]:
-        names: set[str] = set()
+        # an RLlib file's config imported by a name such as `ppo_config` from the project's own
+        # module (`from experiments.ppo_config import ppo_idl_config`): its source is not given
+        names: set[str] = {local for local, imp in self.imported_names.items()
+                           if self.rllib_file and imp["name"] and _CONFIG_NAME.search(local)
+                           and not local.isupper()}
         self._config_functions: set[str] = set()
         for _ in range(3):
             for r in self.facts.get("returns") or []:
