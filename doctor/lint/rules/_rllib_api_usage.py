@@ -300,6 +300,20 @@ class FileUsages:
             root = _last(c["root_call"])
             if root.endswith("Config") and root != "AlgorithmConfig":
                 return root[:-len("Config")].upper()
+        # `config = PPOConfig()` (or `config = config.training(...)` after it), then `config.x(...)`
+        root, line = call.get("root"), call["span"][0]
+        for _ in range(10):
+            made = sorted((a for a in self.facts["assignments"] if a["target"] == root and a["kind"] == "call"
+                           and a["line"] < line and a["scope"] == call.get("scope", a["scope"])),
+                          key=lambda a: a["line"])
+            if not root or not made:
+                return None
+            first = self._inner_first(self.calls[made[-1]["call"]])[0][0]
+            if first["method"] is None:
+                last = _last(self._resolve(first["func"]))
+                return last[:-len("Config")].upper() if last in CONFIG_CLASSES and last != "AlgorithmConfig" \
+                    else None
+            root, line = first.get("root"), made[-1]["line"]
         return None
 
     # -- old API stack ------------------------------------------------------------------------
@@ -403,6 +417,8 @@ class FileUsages:
                         continue
                     if row.algo and algo and algo not in (row.algo, "APPO"):
                         continue
+                    if row.algo and algo is None and row.id.startswith("history-"):
+                        continue  # an algorithm's own keyword: only where the algorithm is known
                     if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
                         continue
                     self._kwarg(row, call, kw, present)
