@@ -163,9 +163,6 @@ def test_algorithm_config_kwargs_are_as_the_history_says(history):
 
 def test_lint_flags_an_algorithms_own_removed_keyword_only_for_that_algorithm(tmp_path):
     """A row of an algorithm's config class fires on that algorithm's config, not on another's."""
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from conftest import lint_paths
 
     script = tmp_path / "train.py"
