@@ -39,6 +39,35 @@ def _dirs() -> list[str]:
     return [str(p) for p in (RLLIB / "examples", RLLIB / "tuned_examples") if p.exists()]
 
 
+def _cpu_run(env: dict) -> float:
+    """CPU seconds (user + system) one `rldoctor lint` of the examples takes."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _run(env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare(baseline: str, runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="rldoctor-bench-a-") as cache_a, \
+            tempfile.TemporaryDirectory(prefix="rldoctor-bench-b-") as cache_b:
+        envs = {"baseline": {**os.environ, "RLDOCTOR_CACHE_DIR": cache_a,
+                             "PYTHONPATH": os.pathsep.join(filter(None, [baseline, os.environ.get("PYTHONPATH")]))},
+                "this tree": {**os.environ, "RLDOCTOR_CACHE_DIR": cache_b}}
+        for env in envs.values():
+            _run(env)  # fills each cache: the runs below are warm
+        cpu = {label: [] for label in envs}
+        for _ in range(runs):
+            for label, env in envs.items():
+                cpu[label].append(_cpu_run(env))
+    base, this = statistics.median(cpu["baseline"]), statistics.median(cpu["this tree"])
+    for label, values in cpu.items():
+        print(f"  {label}: CPU median {statistics.median(values):.2f} s, best {min(values):.2f} s over {runs} runs")
+    print(f"  this tree / baseline: {this / base:.3f} (goal: at most 1.10)")
+    sys.exit(0 if this <= base * 1.10 else 1)
+
+
 def _run(env: dict) -> tuple[float, dict]:
     started = time.perf_counter()
     proc = subprocess.run([RLDOCTOR, "lint", "--format", "json", *_dirs()], capture_output=True,
@@ -67,11 +96,14 @@ def _in_process() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline", help="a directory holding another tree's rldoctor package")
     args = parser.parse_args()
     files = [p for d in _dirs() for p in Path(d).rglob("*") if p.suffix in (".py", ".ipynb", ".yaml", ".yml")]
     lines = sum(len(p.read_bytes().splitlines()) for p in files)
     print(f"linting {', '.join(_dirs())}")
     print(f"  {len(files)} files, {lines} lines")
+    if args.baseline:
+        compare(args.baseline, args.runs)
     with tempfile.TemporaryDirectory(prefix="rldoctor-bench-cache-") as cache:
         env = {**os.environ, "RLDOCTOR_CACHE_DIR": cache}
         cold, report = _run(env)

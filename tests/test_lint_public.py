@@ -30,9 +30,10 @@ def _run(expected_path: Path):
 
 
 def test_the_public_fixtures_name_their_source_and_span_projects_and_kinds():
-    assert len(EXPECTED) >= 7
+    assert len(EXPECTED) >= 20
     repos = set()
     kinds = set()
+    yaml_kinds = set()
     for path in EXPECTED:
         expected = json.loads(path.read_text())
         source = expected["source"]
@@ -41,7 +42,11 @@ def test_the_public_fixtures_name_their_source_and_span_projects_and_kinds():
         assert source["repo"] in first and source["commit"] in first
         repos.add(source["repo"])
         kinds.add(Path(expected["file"]).suffix)
+        text = (path.parent / expected["file"]).read_text()
+        if expected["file"].endswith(".yaml"):
+            yaml_kinds.add("kuberay" if "kind: RayCluster" in text else "launcher")
     assert len(repos) == len(EXPECTED) and {".py", ".yaml"} <= kinds
+    assert yaml_kinds == {"kuberay", "launcher"}
 
 
 def test_recall_on_public_files_and_no_finding_on_clean_ones():

@@ -26,6 +26,11 @@ CLASS_PATHS = {
     "ResultGrid": "ray.tune.result_grid",
     "MetricsLogger": "ray.rllib.utils.metrics.metrics_logger",
 }
+ALGORITHM_CONFIG_PATHS = {  # the algorithms' own config classes (ray_history.ALGORITHM_CONFIGS)
+    "PPOConfig": "ray.rllib.algorithms.ppo", "DQNConfig": "ray.rllib.algorithms.dqn",
+    "SACConfig": "ray.rllib.algorithms.sac", "IMPALAConfig": "ray.rllib.algorithms.impala",
+    "APPOConfig": "ray.rllib.algorithms.appo",
+}
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +90,7 @@ def test_methods_and_kwargs_are_as_the_history_says(history):
             else:
                 assert hasattr(cls, row["name"])
                 checked["method-deprecated"] += 1
-        elif row["kind"] == "kwarg":
+        elif row["kind"] == "kwarg" and row["class"] in CLASS_PATHS:
             method = getattr(_cls(row["class"]), row["method"])
             params = inspect.signature(method).parameters
             if "gone" in row:
@@ -123,6 +128,58 @@ def test_a_deprecated_kwarg_of_the_config_raises_or_warns_as_the_history_says(hi
     assert raised >= 10
 
 
+def test_algorithm_config_kwargs_are_as_the_history_says(history):
+    """The algorithms' own `training()` keywords (PPOConfig, DQNConfig, SACConfig, IMPALAConfig,
+    APPOConfig): one said to be gone is refused with TypeError by the installed Ray's class (its
+    `training(**kwargs)` hands it to AlgorithmConfig, which does not take it); one said to be
+    deprecated is still taken, and raises ValueError exactly when the history says it raises."""
+    assert set(ALGORITHM_CONFIG_PATHS) == set(ray_history.ALGORITHM_CONFIGS)
+    rows = [r for r in history["rows"] if r["kind"] == "kwarg" and r["class"] in ALGORITHM_CONFIG_PATHS]
+    assert {r["class"] for r in rows} >= {"PPOConfig", "IMPALAConfig", "APPOConfig"}
+    assert any(r["class"] == "PPOConfig" and r["name"] == "sgd_minibatch_size" and "gone" in r for r in rows)
+    for row in rows:
+        cls = getattr(importlib.import_module(ALGORITHM_CONFIG_PATHS[row["class"]]), row["class"])
+        call = getattr(cls(), row["method"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if "gone" in row:
+                with pytest.raises(TypeError, match=f"unexpected keyword argument '{row['name']}'"):
+                    call(**{row["name"]: 1})
+            elif row["raises"]:
+                with pytest.raises(ValueError, match="deprecated|no longer supported"):
+                    call(**{row["name"]: 1})
+            else:
+                call(**{row["name"]: 1})
+    # and no keyword the installed Ray's class takes is said to be gone
+    for row in rows:
+        cls = getattr(importlib.import_module(ALGORITHM_CONFIG_PATHS[row["class"]]), row["class"])
+        accepted = set()
+        for klass in cls.__mro__:
+            method = klass.__dict__.get(row["method"])
+            if method is not None:
+                accepted |= set(inspect.signature(method).parameters)
+        assert ("gone" in row) == (row["name"] not in accepted), row
+
+
+def test_lint_flags_an_algorithms_own_removed_keyword_only_for_that_algorithm(tmp_path):
+    """A row of an algorithm's config class fires on that algorithm's config, not on another's."""
+    from conftest import lint_paths
+
+    script = tmp_path / "train.py"
+    script.write_text("from ray.rllib.algorithms.ppo import PPOConfig\n"
+                      "from ray.rllib.algorithms.dqn import DQNConfig\n"
+                      "ppo = PPOConfig().training(shuffle_sequences=True)\n"
+                      "config = PPOConfig()\n"
+                      "config = config.training(mini_batch_size_per_learner=64)\n"
+                      "dqn = DQNConfig().training(shuffle_sequences=True)\n")
+    report, problems, _ = lint_paths([str(script)])
+    assert problems == []
+    found = {(f.location["line"], f.evidence.get("row")) for f in report.findings}
+    assert (3, "history-PPO-training-shuffle_sequences") in found
+    assert (5, "history-PPO-training-mini_batch_size_per_learner") in found
+    assert not any(line == 6 for line, _ in found), found
+
+
 def test_replacements_named_as_a_method_exist(history):
     named = 0
     for row in history["rows"]:
@@ -154,7 +211,20 @@ def test_the_generator_reads_a_release_from_its_files(tmp_path):
         "class AlgorithmConfig:\n    def training(self, *, lr=1, old=DEPRECATED_VALUE):\n"
         "        if old != DEPRECATED_VALUE:\n"
         "            deprecation_warning(old='old', new='lr', error=True)\n")
+    (old / "rllib" / "algorithms" / "ppo").mkdir()
+    (new / "rllib" / "algorithms" / "ppo").mkdir()
+    (old / "rllib" / "algorithms" / "ppo" / "ppo.py").write_text(
+        "class PPOConfig(AlgorithmConfig):\n    def training(self, *, clip=1, sgd_minibatch=2, **kwargs):\n"
+        "        super().training(**kwargs)\n")
+    (new / "rllib" / "algorithms" / "ppo" / "ppo.py").write_text(
+        "class PPOConfig(AlgorithmConfig):\n    def training(self, *, clip=1, **kwargs):\n"
+        "        super().training(**kwargs)\n")
     history = ray_history.build([("1.0.0", str(old)), ("2.0.0", str(new))])
+    algo_rows = [r for r in history["rows"] if r.get("class") == "PPOConfig"]
+    # its own keyword it dropped is a row; AlgorithmConfig's (sgd, old) are not repeated for it,
+    # and lr, which it takes through **kwargs, is not gone
+    assert algo_rows == [{"kind": "kwarg", "class": "PPOConfig", "method": "training", "name": "sgd_minibatch",
+                          "last": "1.0.0", "gone": "2.0.0", "error": "TypeError"}]
     rows = {(r["kind"], r.get("method", r.get("module", "")), r["name"]): r for r in history["rows"]}
     assert rows[("module", "", "ray.rllib.agents")]["gone"] == "2.0.0"
     assert rows[("name", "ray.rllib", "B")]["last"] == "1.0.0"

@@ -175,8 +175,11 @@ class _Facts(ast.NodeVisitor):
         return out
 
     def _dict(self, node: ast.Dict, parent: dict | None = None) -> int:
-        if id(node) in self._dict_ids:
-            return self._dict_ids[id(node)]
+        if id(node) in self._dict_ids:  # met first as a plain value: the key it sits under is known now
+            index = self._dict_ids[id(node)]
+            if parent and self.dicts[index]["parent"] is None:
+                self.dicts[index]["parent"] = parent
+            return index
         index = len(self.dicts)
         self._dict_ids[id(node)] = index
         record: dict[str, Any] = {"id": index, "span": self._span(node), "keys": [], "bound_to": None,

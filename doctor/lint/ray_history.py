@@ -54,13 +54,25 @@ CLASSES = {
     "ResultGrid": ("ray/tune/result_grid.py",),
     "MetricsLogger": ("ray/rllib/utils/metrics/metrics_logger.py",),
 }
+# The algorithms' own config classes: their `training()` keyword arguments, each with what the
+# class it extends takes (`training(**kwargs)` hands the rest to it), so that a keyword an
+# algorithm dropped (`PPOConfig.training(sgd_minibatch_size=...)`) is a row of its own.
+ALGORITHM_CONFIGS = {
+    "PPOConfig": (("ray/rllib/algorithms/ppo/ppo.py", "ray/rllib/agents/ppo/ppo.py"), "AlgorithmConfig"),
+    "DQNConfig": (("ray/rllib/algorithms/dqn/dqn.py", "ray/rllib/agents/dqn/dqn.py"), "AlgorithmConfig"),
+    "SACConfig": (("ray/rllib/algorithms/sac/sac.py", "ray/rllib/agents/sac/sac.py"), "AlgorithmConfig"),
+    "IMPALAConfig": (("ray/rllib/algorithms/impala/impala.py", "ray/rllib/agents/impala/impala.py"),
+                     "AlgorithmConfig"),
+    "APPOConfig": (("ray/rllib/algorithms/appo/appo.py", "ray/rllib/agents/ppo/appo.py"), "IMPALAConfig"),
+}
+ALGORITHM_METHODS = ("training",)
 # Classes whose members the classes above inherit: (base class, the files that define it).
 BASES = {
     "Algorithm": (("Trainable", ("ray/tune/trainable/trainable.py", "ray/tune/trainable.py")),
                   ("Checkpointable", ("ray/rllib/utils/checkpoints.py",))),
 }
 # The names in the classes above that are really the old Trainer's (Algorithm's 1.x name).
-_CLASS_ALIASES = {"Trainer": "Algorithm"}
+_CLASS_ALIASES = {"Trainer": "Algorithm", "ImpalaConfig": "IMPALAConfig"}
 _VENVS = Path("/var/cache/rldoctor-venvs")
 
 
@@ -245,6 +257,7 @@ def read_release(source: Source) -> dict:
     classes: dict[str, dict] = {}
     wanted_files = {path: _module_of(path) for path in source.files()}
     class_files = {path: name for name, paths in CLASSES.items() for path in paths}
+    class_files.update({path: name for name, (paths, _) in ALGORITHM_CONFIGS.items() for path in paths})
     for path, module in sorted(wanted_files.items()):
         if not _wanted(module) and path not in class_files:
             continue
@@ -276,8 +289,31 @@ def read_release(source: Source) -> dict:
                     for member, facts in members.items():
                         classes[name].setdefault(member, facts)
                     break
+    for name in ALGORITHM_CONFIGS:  # in order: a base (IMPALAConfig) before what extends it (APPO)
+        if name in classes:
+            classes[name] = _with_base(classes, name)
     return {"modules": {m: sorted(n) for m, n in modules.items()}, "deprecated_names": deprecated,
             "classes": classes}
+
+
+def _with_base(classes: dict, name: str) -> dict:
+    """An algorithm config's `training()` as a call sees it: its own keywords and, when it hands
+    `**kwargs` on, those of the class it extends (read in the same release)."""
+    base = classes.get(ALGORITHM_CONFIGS[name][1], {})
+    out = {}
+    for method in ALGORITHM_METHODS:
+        own = classes[name].get(method)
+        if own is None:
+            if method in base:
+                out[method] = base[method]
+            continue
+        merged = dict(own)
+        if own["var_kwargs"] and method in base:
+            merged["kwargs"] = sorted(set(own["kwargs"]) | set(base[method]["kwargs"]))
+            merged["var_kwargs"] = base[method]["var_kwargs"]
+            merged["kwarg_deprecated"] = {**base[method]["kwarg_deprecated"], **own["kwarg_deprecated"]}
+        out[method] = merged
+    return out
 
 
 # ---- `ray start`'s options, as its click decorators declare them --------------------------------
@@ -422,7 +458,8 @@ def rows_from(releases: list[tuple[str, dict]]) -> list[dict]:
         module, _, name = qualified.rpartition(".")
         rows.append({"kind": "name", "module": module, "name": name, "deprecated": _first_marked(versions, marks),
                      "new": _replacement(marks), "raises": marks[-1]["error"]})
-    for class_name in CLASSES:
+    written: set[tuple[str, str]] = set()  # (method, kwarg) rows of AlgorithmConfig
+    for class_name in (*CLASSES, *ALGORITHM_CONFIGS):
         methods = sorted({m for d in data for m in d["classes"].get(class_name, {})})
         final_class = final["classes"].get(class_name, {})
         for method in methods:
@@ -454,6 +491,10 @@ def rows_from(releases: list[tuple[str, dict]]) -> list[dict]:
                                   [p for p, h in zip(kw_present, has_method) if h])
                 kw_marks = [d["classes"].get(class_name, {}).get(method, {}).get("kwarg_deprecated", {}).get(kwarg)
                             for d in data]
+                if class_name in ALGORITHM_CONFIGS and (method, kwarg) in written:
+                    continue  # the row of AlgorithmConfig's own keyword covers every algorithm
+                if class_name == "AlgorithmConfig" and ((gone and kwarg not in final_kwargs) or kw_marks[-1]):
+                    written.add((method, kwarg))
                 if gone and kwarg not in final_kwargs:
                     rows.append({"kind": "kwarg", "class": class_name, "method": method, "name": kwarg,
                                  "last": gone[0], "gone": gone[1], "new": _replacement(kw_marks),

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import re
+
 import yaml
 
 MAX_NODES = 100_000
@@ -110,7 +112,23 @@ def _locate(root: yaml.Node, doc: YamlDocument) -> None:
                 child = f"{pointer}/{i}"
                 mark = item.start_mark
                 doc.locations[child] = [mark.line + 1, mark.column + 1]
+                _locate_options(item, child, doc)
                 stack.append((item, child))
+
+
+_OPTION = re.compile(r"(?<![^\s'\"])--[A-Za-z][A-Za-z0-9-]*")
+
+
+def _locate_options(node: yaml.Node, pointer: str, doc: YamlDocument) -> None:
+    """A command written over several lines (`- >-` and its continuation lines): where each of its
+    `--option` words sits, as `POINTER#--option`, so a finding about one flag names its own line."""
+    start, end = node.start_mark, node.end_mark
+    if not isinstance(node, yaml.ScalarNode) or end.line <= start.line or start.buffer is None:
+        return
+    for offset, text in enumerate(start.buffer[start.index:end.index].split("\n")):
+        for match in _OPTION.finditer(text):
+            column = match.start() + (start.column if offset == 0 else 0)
+            doc.locations.setdefault(f"{pointer}#{match.group()}", [start.line + offset + 1, column + 1])
 
 
 def load_yaml(text: str) -> list[YamlDocument]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 
 from rldoctor.lint.rules._problem import Problem
 
@@ -22,6 +23,8 @@ COMMAND_LISTS = ("initialization_commands", "setup_commands", "head_setup_comman
                  "worker_setup_commands", "head_start_ray_commands", "worker_start_ray_commands")
 _RAY_PIN = re.compile(r"""(?<![\w.-])(["']?)ray(\[[^\]\s]*\])?\s*==\s*([0-9][0-9A-Za-z.+-]*)\1""")
 _RAY_WHEEL = re.compile(r"ray-([0-9]+\.[0-9]+\.[0-9]+[0-9A-Za-z.]*)-cp")
+_RAY_REQUIREMENT = re.compile(r"ray(\[[^\]\s]*\])?")
+_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b")
 _RAY_IMAGE = re.compile(r"rayproject/ray(?:-ml)?:([0-9][0-9A-Za-z.]*|latest|nightly)")
 _LOCAL_START_HEAD = "ulimit -c unlimited; ray start --head --port=6379 --autoscaling-config=~/ray_bootstrap_config.yaml"
 _LOCAL_START_WORKER = "ray start --address=$RAY_HEAD_IP:6379"
@@ -151,6 +154,7 @@ def _ray_pins(data: dict, ray_version: str) -> list[Problem]:
                                    f"install Ray {ray_version} on the nodes", "",
                                    {"pinned": match.group(1), "client_ray": ray_version}))
     docker = data.get("docker") if isinstance(data.get("docker"), dict) else {}
+    out += _unpinned_installs(data, docker, ray_version)
     for key in ("image", "head_image", "worker_image"):
         image = docker.get(key)
         match = _RAY_IMAGE.search(image) if isinstance(image, str) else None
@@ -167,6 +171,38 @@ def _ray_pins(data: dict, ray_version: str) -> list[Problem]:
                                f"while this client and the driver run Ray {ray_version}",
                                f"use `rayproject/ray:{ray_version}`", f"rayproject/ray:{ray_version}",
                                {"image": image, "client_ray": ray_version}))
+    return out
+
+
+def _unpinned_installs(data: dict, docker: dict, ray_version: str) -> list[Problem]:
+    """`pip install ray[...]` with no version: the nodes install whatever Ray is newest when they
+    start. Harmless only where an image already pins Ray and pip is not told to upgrade."""
+    images = [docker.get(k) for k in ("image", "head_image", "worker_image") if isinstance(docker.get(k), str)]
+    pinned_image = any((m := _RAY_IMAGE.search(i)) and m.group(1) not in ("latest", "nightly") for i in images)
+    out = []
+    for pointer, cmd in _commands(data):
+        for part in re.split(r"&&|\|\||;|\|", cmd):
+            if not _PIP_INSTALL.search(part):
+                continue
+            try:
+                words = shlex.split(part)
+            except ValueError:
+                continue
+            upgrade = any(w in ("-U", "--upgrade") for w in words)
+            if pinned_image and not upgrade:
+                continue
+            for word in words[words.index("install") + 1:] if "install" in words else []:
+                match = _RAY_REQUIREMENT.fullmatch(word)
+                if not match:
+                    continue
+                fixed = cmd.replace(word, f'"ray{match.group(1) or ""}=={ray_version}"', 1)
+                out.append(Problem(
+                    "warn", pointer,
+                    f"`pip install {word}` names no Ray version: every node installs whatever Ray is "
+                    f"newest when it starts, not necessarily the {ray_version} this client runs, and a "
+                    "driver started from here then fails with \"Version mismatch\" (RLD102)",
+                    f"pin the Ray the client runs: `{fixed}`", fixed,
+                    {"requirement": word, "client_ray": ray_version}))
     return out
 
 
@@ -346,8 +382,13 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
     out += _ppo_fit(data, rllib)
     from rldoctor.lint.rules._ray_start import command_problems
 
+    locations = doc.get("locations") or {}
     for pointer, command in _commands(data):
-        out += command_problems(pointer, command)
+        for problem in command_problems(pointer, command):
+            at = locations.get(f"{pointer}#{problem.evidence.get('flag')}")
+            if at:  # a command over several lines: the flag's own line
+                problem.evidence.update(line=at[0], column=at[1])
+            out.append(problem)
     for dup in doc.get("duplicates") or []:
         out.append(Problem("warn", dup["pointer"],
                            f"`{dup['pointer'].rsplit('/', 1)[-1]}` appears twice in one mapping (first on "

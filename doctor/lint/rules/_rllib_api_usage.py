@@ -250,7 +250,11 @@ class FileUsages:
         return False
 
     def _config_names(self) -> set[str]:
-        names: set[str] = set()
+        # an RLlib file's config imported by a name such as `ppo_config` from the project's own
+        # module (`from experiments.ppo_config import ppo_idl_config`): its source is not given
+        names: set[str] = {local for local, imp in self.imported_names.items()
+                           if self.rllib_file and imp["name"] and _CONFIG_NAME.search(local)
+                           and not local.isupper()}
         self._config_functions: set[str] = set()
         for _ in range(3):
             for r in self.facts.get("returns") or []:
@@ -296,6 +300,20 @@ class FileUsages:
             root = _last(c["root_call"])
             if root.endswith("Config") and root != "AlgorithmConfig":
                 return root[:-len("Config")].upper()
+        # `config = PPOConfig()` (or `config = config.training(...)` after it), then `config.x(...)`
+        root, line = call.get("root"), call["span"][0]
+        for _ in range(10):
+            made = sorted((a for a in self.facts["assignments"] if a["target"] == root and a["kind"] == "call"
+                           and a["line"] < line and a["scope"] == call.get("scope", a["scope"])),
+                          key=lambda a: a["line"])
+            if not root or not made:
+                return None
+            first = self._inner_first(self.calls[made[-1]["call"]])[0][0]
+            if first["method"] is None:
+                last = _last(self._resolve(first["func"]))
+                return last[:-len("Config")].upper() if last in CONFIG_CLASSES and last != "AlgorithmConfig" \
+                    else None
+            root, line = first.get("root"), made[-1]["line"]
         return None
 
     # -- old API stack ------------------------------------------------------------------------
@@ -399,6 +417,8 @@ class FileUsages:
                         continue
                     if row.algo and algo and algo not in (row.algo, "APPO"):
                         continue
+                    if row.algo and algo is None and row.id.startswith("history-"):
+                        continue  # an algorithm's own keyword: only where the algorithm is known
                     if row.stack == "new" and self.old_stack(call, call["chain"], call["receiver"]):
                         continue
                     self._kwarg(row, call, kw, present)
@@ -1010,8 +1030,9 @@ class FileUsages:
                                   f"{row.old}=...)`", 'reduce="ema"')
 
     def mapping_functions(self) -> None:
-        """`policy_mapping_fn` of the old stack's signature (agent_id, episode, worker, **kw) on the
-        new stack, which calls it with (agent_id, episode) only."""
+        """`policy_mapping_fn` that cannot take the new stack's two arguments (agent_id, episode):
+        the old stack's (agent_id, episode, worker, **kw), or a one-argument function of Ray 0.x
+        (`lambda agent_id: ...`), in a `.multi_agent()` call or a dict config's "multiagent"."""
         rows = _BY_SHAPE.get("mapping_fn_signature", [])
         signatures = self.facts.get("signatures") or {}
         for row in rows:
@@ -1020,14 +1041,35 @@ class FileUsages:
                     if kw["name"] != row.old:
                         continue
                     signature = kw.get("signature") or signatures.get(kw.get("ref") or "")
-                    if not signature or signature["var_args"] or len(signature["required"]) <= 2:
-                        continue
-                    if self.old_stack(call, call["chain"], call["receiver"]):
+                    if _misfit(signature) is None or self.old_stack(call, call["chain"], call["receiver"]):
                         continue
                     span = kw["value_span"] if kw.get("signature") else kw["span"]
                     name = "lambda" if kw.get("signature") else kw["ref"]
-                    self.emit(row, span, f"`{row.old}={name}` takes ({', '.join(signature['required'])}):",
-                              row.new)
+                    self._emit_mapping_fn(row, span, name, signature)
+            stored = {sub["stored"]["dict"] for sub in self.facts["subscripts"]
+                      if sub["ctx"] == "store" and sub["key"] == "multiagent" and (sub.get("stored") or {}).get("dict")
+                      is not None}
+            for d in self.facts["dicts"]:
+                parent = d.get("parent") or {}
+                if (parent.get("key") != "multiagent" and d["id"] not in stored) or self.old_stack(d):
+                    continue
+                for key in d["keys"]:
+                    if key["key"] != row.old:
+                        continue
+                    signature = key.get("signature") or signatures.get(key.get("name") or "")
+                    if _misfit(signature) is not None:
+                        name = "lambda" if key.get("signature") else key["name"]
+                        self._emit_mapping_fn(row, key["value_span"], name, signature, dict_key=True)
+
+    def _emit_mapping_fn(self, row: Row, span: list[int], name: str, signature: dict,
+                         dict_key: bool = False) -> None:
+        usage = f'`"{row.old}": {name}`' if dict_key else f"`{row.old}={name}`"
+        if _misfit(signature) == "one":
+            self.emit(row, span, f"{usage} takes ({', '.join(signature['params'])}):", row.new,
+                      says="one argument, and the new stack calls it with two, (agent_id, episode): "
+                           "TypeError in the env runner at the first episode")
+        else:
+            self.emit(row, span, f"{usage} takes ({', '.join(signature['required'])}):", row.new)
 
     def algorithm_constructors(self) -> None:
         """`PPO(config=config, env="CartPole-v1")`, `Algorithm(config, env)`: the env argument."""
@@ -1063,6 +1105,18 @@ class FileUsages:
         self.mapping_functions()
         self.algorithm_constructors()
         return self.out
+
+
+def _misfit(signature: dict | None) -> str | None:
+    """Why a mapping function cannot be called as fn(agent_id, episode): "third" (it requires a
+    third argument), "one" (it takes only one), or None (it fits, or it is not known here)."""
+    if not signature or signature["var_args"]:
+        return None
+    if len(signature["required"]) > 2:
+        return "third"
+    if len(signature.get("params") or signature["required"]) < 2:
+        return "one"
+    return None
 
 
 def experiment_usages(record: dict) -> list[tuple[dict, Row, dict]]:

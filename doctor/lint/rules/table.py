@@ -647,6 +647,9 @@ _NO_REPLACEMENT = {
 }
 
 
+_ALGORITHM_CONFIGS = ("PPOConfig", "DQNConfig", "SACConfig", "IMPALAConfig", "APPOConfig")  # ray_history's
+
+
 def _history_row(h: dict) -> Row | None:
     """RLD801's row for one row of Ray's history (rldoctor.lint.ray_history), or None when
     lint has no shape for it (module and name rows: imports are judged from the installed
@@ -677,6 +680,22 @@ def _history_row(h: dict) -> Row | None:
                        fix=fix)
         return Row(f"history-{h['class']}-{name}", shape, name, "warns", new=where_new.split(".")[-1] or None,
                    says=f"still works, with a DeprecationWarning: {when}", fix=fix)
+    if kind == "kwarg" and h["class"] in _ALGORITHM_CONFIGS:  # an algorithm's own config class
+        algo = h["class"][:-len("Config")].upper()
+        target = new if new.isidentifier() else None
+        words = f"`{h['class']}.{h['method']}()`"
+        if "gone" in h:
+            return Row(f"history-{algo}-{h['method']}-{name}", "kwarg", name, "raises", (h["method"],),
+                       new=target, algo=algo, fix="" if target else (new or f"drop `{name}=`: {words} of "
+                       f"the installed Ray does not take it (Ray {_release(h['gone'])}'s release notes "
+                       "say what replaced it)"),
+                       error=("TypeError", f"got an unexpected keyword argument '{name}'"),
+                       says=f"raises TypeError in {words}: {when}")
+        return Row(f"history-{algo}-{h['method']}-{name}", "kwarg", name, "raises" if h["raises"] else "warns",
+                   (h["method"],), new=target, algo=algo, fix="" if target else new,
+                   error=("ValueError", "has been deprecated") if h["raises"] else None,
+                   says=(f"raises ValueError in {words}: {when}" if h["raises"] else
+                         f"still works in {words}, with a DeprecationWarning: {when}"))
     if kind == "kwarg" and h["class"] == "AlgorithmConfig":
         target = new.split("(")[-1].rstrip(")=. ") if "(" in new else ""
         target = target if target.isidentifier() else None
