@@ -234,6 +234,22 @@ def test_gpus_that_torch_sees_are_no_finding():
     assert run(gpus.gpu_not_usable, Snapshot(doc)) == []
 
 
+def test_a_gpu_probe_that_timed_out_is_not_judged_and_torch_missing_is():
+    """A node too busy to answer in time says nothing about its GPUs: a note, not a finding."""
+    doc = json.loads((PREFLIGHT / "gpu-no-cuda.json").read_text())
+    (f,) = run(gpus.gpu_not_usable, Snapshot(doc))
+    node = f.subject.split(":", 1)[1]
+    seen = doc["preflight"]["nodes"][node]["gpus"]["as_gpu_worker"]
+    for key in ("count", "available", "torch", "cuda_build"):
+        seen.pop(key, None)
+    seen["error"] = "TimeoutExpired: Command '['python', '-c', '...']' timed out after 30.0 seconds"
+    (n,) = run(gpus.gpu_not_usable, Snapshot(doc))
+    assert not hasattr(n, "severity") and "were not judged" in n.message, n
+    seen["error"] = "No module named 'torch'"
+    (f,) = run(gpus.gpu_not_usable, Snapshot(doc))
+    assert f.severity.name.lower() == "fail" and "torch could not be asked" in f.message
+
+
 # ---------------------------------------------------------------------- reading a TARGET
 def test_a_script_is_read_up_to_its_tuner_and_never_trained(monkeypatch, tmp_path):
     import ray

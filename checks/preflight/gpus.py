@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rldoctor.checks.preflight._plan import node_name, plan, section, shape, subject
-from rldoctor.registry import check, fail
+from rldoctor.registry import check, fail, note
 
 FIX = ("Make the GPUs visible to Ray's workers on that node: install the NVIDIA driver and a "
        "CUDA build of torch there (`torch.version.cuda` is {cuda}), and do not start the node "
@@ -47,6 +47,12 @@ def gpu_not_usable(snap, params):
         if count is not None and count >= min(asks, counted) and seen.get("available"):
             continue
         if count is None and not seen.get("error"):
+            continue
+        if count is None and "timed out" in str(seen.get("error")).lower():
+            # a probe that did not answer in time (a node busier than its cores) tells nothing
+            # about its GPUs: not judged, never a finding
+            yield note(subject(node_id), f"torch on {node_name(snap, node_id)} did not answer "
+                       f"in time, so its GPUs were not judged: {seen.get('error')}", {"torch": seen})
             continue
         why = (f"torch {seen.get('torch')} (CUDA build {seen.get('cuda_build') or 'none'}) "
                f"counts {count} device(s) with CUDA_VISIBLE_DEVICES={seen.get('cuda_visible_devices')}"

@@ -14,6 +14,7 @@ of the output stays on the head. Standard library and ray only.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import platform
