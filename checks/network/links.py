@@ -499,14 +499,11 @@ def port_unreachable(snap, params):
         ports are a warn.
     """
     reach = snap["reach"]
-    head = reach.get("head_node_id")
-    needed = _ports_needed(snap, reach)
-    sampled = dig(reach, "sampling", "peers_per_node")
-    if sampled:  # said whether or not a port is found closed
-        yield note("snapshot.reach",
-                   f"ports tried on {dig(reach, 'sampling', 'nodes')} nodes from the head "
-                   f"and {sampled} peers each, not from every node (every pair up to 32 nodes): a port "
-                   "closed between two other nodes only may not be seen", reach.get("sampling"))
+    needed = "; ".join(_ports_needed(snap, reach))
+    sampled = {"nodes": dig(reach, "sampling", "nodes"),
+               "peers_per_node": dig(reach, "sampling", "peers_per_node")}
+    if sampled["peers_per_node"]:  # said whether or not a port is found closed
+        yield note("snapshot.reach", _PORTS_SAMPLED.format(**sampled), reach.get("sampling"))
     for target, fails in sorted(failures_by_target(reach).items()):
         state = reach_state(snap, target)
         if state not in ("closed", "address"):
@@ -515,54 +512,72 @@ def port_unreachable(snap, params):
         per_port: dict = {}
         for failure in fails:
             per_port.setdefault((failure["component"], failure["port"]), []).append(failure)
-        severity, parts = warn, []
         tried = dig(reach, "tried", target, default={})
         failed = dig(reach, "failed", target, default={})
-        for (name, port), port_fails in sorted(per_port.items(), key=lambda i: (
-                i[0][0] not in CORE, i[0])):
-            owner, needs, _ = COMPONENTS.get(name, (name, "", ""))
-            sources = sorted({f["source"] for f in port_fails})
-            everyone = failed.get(name, 0) >= tried.get(name, 0)
-            if name in CORE and (everyone or head in sources):
-                severity = fail
-            who = (f"from every node that tried ({len(sources)})" if everyone and len(sources) > 1
-                   else "from " + ", ".join(_node_label(snap, s) for s in sources[:4])
-                   + (f" and {len(sources) - 4} more" if len(sources) > 4 else ""))
-            statuses = sorted({f["status"] for f in port_fails})
-            reached = tried.get(name, 0) - failed.get(name, 0)
-            others = f"; {reached} other node(s) reach it" if reached > 0 else ""
-            parts.append(f"port {port} of {owner} ({needs}) cannot be reached {who}: "
-                         + " / ".join(status_words(s) for s in statuses) + others)
+        fix = _PORTS_FIX.format(needed=needed, closed="; ".join(_closed_lines(snap, per_port)))
         if state == "address":
-            severity = fail
-            own = own_addresses(snap, target)
-            not_own = (f"; {node.get('ip')} is not an address of any of its interfaces "
-                       f"({', '.join(own[:6])})" if own and node.get("ip") not in own else "")
-            statuses = sorted({f["status"] for f in fails})
-            sources = {f["source"] for f in fails}
-            message = (f"{_node_label(snap, target)} registered with an address the other nodes "
-                       f"cannot reach: none of its {len(tried)} Ray ports answered a connect from "
-                       f"any of the {len(sources)} node(s) that tried ("
-                       + " / ".join(status_words(s) for s in statuses) + f"){not_own}")
-            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + _PORTS_FIX.format(
-                needed="; ".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
+            severity, message = fail, _address_message(snap, target, node, fails, tried)
+            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + fix
         else:
-            message = f"{_node_label(snap, target)}: " + "; ".join(parts)
-            sampling = reach.get("sampling") or {}
-            if sampling.get("peers_per_node"):
-                message += (f" (on {sampling.get('nodes')} nodes each node is tried from the head "
-                            f"and {sampling['peers_per_node']} peers)")
-            fix = _PORTS_FIX.format(needed="; ".join(needed),
-                                    closed="; ".join(_closed_lines(snap, per_port)))
-        evidence = {
-            "node_id": target, "ip": node.get("ip"), "state": state,
-            "failures": [{**f, "source_ip": dig(snap.node(f["source"]), "ip"),
-                          "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
-                         for f in fails],
-            "failures_left_out": reach.get("failures_left_out") or 0,
-            # a node whose probe never answered: the peer whose task listened on its worker range
-            "worker_port_placed_by": dig(reach, "worker_port_placed_by", target),
-            "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
-            "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
-            "worker_port_ranges": reach.get("worker_port_ranges")}
-        yield severity(f"node:{target}", message, evidence, fix)
+            severity, parts = _closed_ports(snap, reach, per_port, tried, failed)
+            message = f"{_node_label(snap, target)}: " + "; ".join(parts) + (
+                _PORTS_SAMPLED_SHORT.format(**sampled) if sampled["peers_per_node"] else "")
+        yield severity(f"node:{target}", message,
+                       _unreachable_evidence(snap, reach, target, node, state, fails, tried, failed), fix)
+
+
+# RLD204's messages, as data.
+_PORTS_SAMPLED = ("ports tried on {nodes} nodes from the head and {peers_per_node} peers each, not "
+                  "from every node (every pair up to 32 nodes): a port closed between two other "
+                  "nodes only may not be seen")
+_PORTS_SAMPLED_SHORT = " (on {nodes} nodes each node is tried from the head and {peers_per_node} peers)"
+_PORT_CLOSED = "port {port} of {owner} ({needs}) cannot be reached {who}: {statuses}{others}"
+_PORT_OTHERS = "; {n} other node(s) reach it"
+_BAD_ADDRESS = ("{node} registered with an address the other nodes cannot reach: none of its "
+                "{ports} Ray ports answered a connect from any of the {sources} node(s) that tried "
+                "({statuses}){not_own}")
+_NOT_OWN = "; {ip} is not an address of any of its interfaces ({own})"
+
+
+def _closed_ports(snap, reach: dict, per_port: dict, tried: dict, failed: dict):
+    """(fail or warn, one phrase per closed port): a core port closed from the head or from
+    every node that tried is a fail."""
+    severity, parts = warn, []
+    for (name, port), port_fails in sorted(per_port.items(), key=lambda i: (i[0][0] not in CORE, i[0])):
+        owner, needs, _ = COMPONENTS.get(name, (name, "", ""))
+        sources = sorted({f["source"] for f in port_fails})
+        everyone = failed.get(name, 0) >= tried.get(name, 0)
+        if name in CORE and (everyone or reach.get("head_node_id") in sources):
+            severity = fail
+        who = (f"from every node that tried ({len(sources)})" if everyone and len(sources) > 1
+               else "from " + ", ".join(_node_label(snap, s) for s in sources[:4])
+               + (f" and {len(sources) - 4} more" if len(sources) > 4 else ""))
+        reached = tried.get(name, 0) - failed.get(name, 0)
+        parts.append(_PORT_CLOSED.format(
+            port=port, owner=owner, needs=needs, who=who,
+            statuses=" / ".join(status_words(s) for s in sorted({f["status"] for f in port_fails})),
+            others=_PORT_OTHERS.format(n=reached) if reached > 0 else ""))
+    return severity, parts
+
+
+def _address_message(snap, target: str, node: dict, fails: list[dict], tried: dict) -> str:
+    own = own_addresses(snap, target)
+    return _BAD_ADDRESS.format(
+        node=_node_label(snap, target), ports=len(tried), sources=len({f["source"] for f in fails}),
+        statuses=" / ".join(status_words(s) for s in sorted({f["status"] for f in fails})),
+        not_own=_NOT_OWN.format(ip=node.get("ip"), own=", ".join(own[:6]))
+        if own and node.get("ip") not in own else "")
+
+
+def _unreachable_evidence(snap, reach, target, node, state, fails, tried, failed) -> dict:
+    return {
+        "node_id": target, "ip": node.get("ip"), "state": state,
+        "failures": [{**f, "source_ip": dig(snap.node(f["source"]), "ip"),
+                      "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
+                     for f in fails],
+        "failures_left_out": reach.get("failures_left_out") or 0,
+        # a node whose probe never answered: the peer whose task listened on its worker range
+        "worker_port_placed_by": dig(reach, "worker_port_placed_by", target),
+        "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
+        "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
+        "worker_port_ranges": reach.get("worker_port_ranges")}
