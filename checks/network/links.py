@@ -270,8 +270,8 @@ def _judge_transfer(snap, node_id, bandwidth, median, bar, noise, measured, labe
     # Pulls taken again, interleaved with a healthy peer's, cancel what the machine's own
     # noise did to the first pass: under the bar there, the node is slow even when its
     # first pulls (two, on a busy host) wandered enough to clear the lowered bar.
-    ratio = recheck["best_mib_s"] / max(recheck["peer_best_mib_s"], 1e-9) if remeasured else None
-    if bandwidth >= bar * median and not (remeasured and ratio < bar):
+    confirmed = remeasured and recheck["best_mib_s"] < bar * max(recheck["peer_best_mib_s"], 1e-9)
+    if bandwidth >= bar * median and not confirmed:
         return
     evidence = {"node_id": node_id, "bandwidth_mib_s": bandwidth, "median_mib_s": median,
                 "samples_mib_s": entry.get("transfer_samples_mib_s"),
@@ -283,6 +283,7 @@ def _judge_transfer(snap, node_id, bandwidth, median, bar, noise, measured, labe
     said = {"node": _describe(node_id, snap.node(node_id) or {}, label), "bandwidth": bandwidth,
             "share": bandwidth / median, "median": median, "again": ""}
     if remeasured:
+        ratio = recheck["best_mib_s"] / max(recheck["peer_best_mib_s"], 1e-9)
         evidence["recheck_fraction"] = round(ratio, 3)
         again = {"best": recheck["best_mib_s"], "peer": recheck["peer_best_mib_s"]}
         if ratio >= bar:
