@@ -8,8 +8,10 @@ of its own laid out as the installed package (doctor/ as `rldoctor`, checks/ as
 the console entry point of each: `check --from` the largest recorded fixture and a synthetic
 1,000-node, 20,000-actor snapshot (tests/synthetic.py), and `lint --format json` of the
 installed RLlib's examples (after one run each that fills the cache of this Ray's names).
-Prints the median wall of each, every sample, and after/before. Same interpreter, same
-installed dependencies: only rldoctor's own code differs.
+Prints for each the median wall and the median CPU seconds (user + system of the child: what
+the command itself spent, which a busy machine skews far less than the wall), every sample,
+and after/before. Same interpreter, same installed dependencies: only rldoctor's own code
+differs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,15 +55,19 @@ def tree(revision: str | None, into: Path) -> Path:
     return into
 
 
-def timed(package: Path, *args: str) -> float:
+def timed(package: Path, *args: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", PROGRAM, str(package), *args],
                           capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{package}: rldoctor {' '.join(args[:2])} exited {proc.returncode}: "
                          f"{proc.stderr.strip()[-500:]}")
-    return seconds
+    return seconds, cpu
 
 
 def main() -> None:
@@ -85,15 +92,16 @@ def main() -> None:
         for package in trees.values():
             timed(package, *cases["lint RLlib examples"])  # this Ray's names cached
         for name, argv in cases.items():
-            samples: dict[str, list[float]] = {"before": [], "after": []}
+            samples: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
             for _ in range(args.runs):
                 for which, package in trees.items():
                     samples[which].append(timed(package, *argv))
-            medians = {k: statistics.median(v) for k, v in samples.items()}
-            print(f"{name}: before {medians['before']:.3f} s, after {medians['after']:.3f} s, "
-                  f"after/before {medians['after'] / medians['before']:.3f}")
-            for which, values in samples.items():
-                print(f"  {which}: " + " ".join(f"{v:.3f}" for v in values))
+            for i, kind in ((0, "wall"), (1, "CPU")):
+                medians = {k: statistics.median(s[i] for s in v) for k, v in samples.items()}
+                print(f"{name} ({kind}): before {medians['before']:.3f} s, after "
+                      f"{medians['after']:.3f} s, after/before {medians['after'] / medians['before']:.3f}")
+                for which, values in samples.items():
+                    print(f"  {which}: " + " ".join(f"{v[i]:.3f}" for v in values))
 
 
 if __name__ == "__main__":
