@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from rldoctor.checks._resources import add, fits, missing, show
 from rldoctor.checks._rllib import rllib_role
+from rldoctor.snapshot import dig
 
 # Causes, in the order they are decided for one demand.
 NO_AUTOSCALER = "no-autoscaler"
@@ -68,9 +69,9 @@ def never_joined(snap, scaler: dict, now: float | None = None) -> dict[str, dict
     now = snapshot_time(snap) if now is None else now
     out: dict[str, dict] = {}
     joined = _alive_of_type(snap, scaler)
-    added = {e["node_type"]: e for e in (scaler.get("events") or {}).get("added") or []}
+    added = {e["node_type"]: e for e in dig(scaler, "events", "added", default=[])}
     lost = {}
-    for e in (scaler.get("events") or {}).get("removed") or []:
+    for e in dig(scaler, "events", "removed", default=[]):
         if e.get("cause") in ("lost contact with raylet", "launch failed"):
             entry = lost.setdefault(e["node_type"], {"times": 0, "first": e.get("ts")})
             entry["times"] += 1
@@ -78,10 +79,10 @@ def never_joined(snap, scaler: dict, now: float | None = None) -> dict[str, dict
         for name, launched in (scaler.get("v1_active") or {}).items():
             missing_nodes = launched - joined.get(name, 0)
             if missing_nodes > 0 or name in lost:
-                since = (added.get(name) or {}).get("last")
+                since = dig(added, name, "last")
                 out[name] = {"count": max(missing_nodes, 0), "since": since,
                              "waited_s": round(now - float(since), 1) if since else None,
-                             "removed_for_no_contact": (lost.get(name) or {}).get("times", 0)}
+                             "removed_for_no_contact": dig(lost, name, "times", default=0)}
     for pending in scaler.get("pending_nodes") or []:
         name = pending.get("node_type")
         if not name or scaler.get("version") == "v1":
@@ -102,7 +103,7 @@ def _failed(scaler: dict) -> dict[str, dict]:
 
 def launched(scaler: dict, node_type: dict) -> int:
     """Nodes of a type the autoscaler counts against its max: joined, or launched (v1)."""
-    return max(node_type.get("current") or 0, (scaler.get("v1_active") or {}).get(node_type["name"], 0))
+    return max(node_type.get("current") or 0, dig(scaler, "v1_active", node_type["name"], default=0))
 
 
 def _workers_total(scaler: dict) -> int:
@@ -137,7 +138,7 @@ def judge(snap, shapes: list[dict], strategy: str | None = None) -> Verdict:
                        f"no node type offers {{{show(short)}}} (closest: {best['name']} with "
                        f"{{{show(best['resources'])}}})",
                        {"short": short, "closest_type": best["name"]})
-    global_max = (scaler.get("config") or {}).get("max_workers")
+    global_max = dig(scaler, "config", "max_workers")
     cluster_full = global_max is not None and _workers_total(scaler) >= global_max
 
     def has_room(t):

@@ -17,6 +17,7 @@ import functools
 from datetime import datetime, timezone
 
 from rldoctor.registry import fail, warn
+from rldoctor.snapshot import dig
 
 # Which hit tells the cause when several tell one node's story (first is the earliest cause).
 _CAUSE_RANK = {"agent": 0, "crash": 1, "port": 2, "fds": 3, "threads": 3, "disk": 3, "oom": 4,
@@ -163,7 +164,7 @@ def _asked_for(snap):
             if isinstance(w, dict)}
 
     def asked(hit: dict) -> bool:
-        worker_id = (hit.get("names") or {}).get("worker_id")
+        worker_id = dig(hit, "names", "worker_id")
         return bool(worker_id) and \
             ends.asked_for(dead.get(worker_id) or {"worker_id": worker_id}) is not None
     return asked

@@ -3,6 +3,8 @@ which node the other nodes cannot open. RLD204 reports it; RLD101 defers to it."
 
 from __future__ import annotations
 
+from rldoctor.snapshot import dig
+
 # Ray's ports of a node: name -> (what owns it, what needs it open, the `ray start` flag).
 COMPONENTS = {
     "gcs": ("the GCS", "every node and driver registers with it and keeps calling it",
@@ -54,9 +56,9 @@ def reach_state(snap, node_id: str) -> str | None:
     reach), or "gone" (nothing got through
     and its probe did not answer either: a dead or vanished host, which RLD101 reports)."""
     reach = snap.get("reach") or {}
-    if not (reach.get("failed") or {}).get(node_id):
+    if not dig(reach, "failed", node_id):
         return None
-    if (reach.get("open") or {}).get(node_id, 0) > 0:
+    if dig(reach, "open", node_id, default=0) > 0:
         return "closed"
     statuses = {f["status"] for f in failures_by_target(reach).get(node_id, [])}
     if _probe_answered(snap, node_id, reach) or statuses == {"no-route"}:
@@ -74,7 +76,7 @@ def explains_silence(snap, node_id: str, kind: str | None = None) -> bool:
         return True
     if state != "closed":
         return False
-    closed = set((snap.field("reach", "failed") or {}).get(node_id) or {})
+    closed = set(snap.field("reach", "failed", node_id) or {})
     return bool(closed & ({"node_manager"} if kind == "silent" else set(CORE)))
 
 

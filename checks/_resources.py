@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from rldoctor.snapshot import dig
 from rldoctor.words import size
 
 _EPS = 1e-9
@@ -46,7 +47,7 @@ def kill_threshold_in_force(host: Mapping | None) -> tuple[float, str]:
 
     Read from the environment the node's raylet gave its workers (the probe reports it).
     """
-    raw = ((host or {}).get("memory_monitor") or {}).get("RAY_memory_usage_threshold")
+    raw = dig(host, "memory_monitor", "RAY_memory_usage_threshold")
     try:
         return float(raw), "RAY_memory_usage_threshold on that node"
     except (TypeError, ValueError):

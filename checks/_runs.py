@@ -26,6 +26,7 @@ import math
 import statistics
 
 from rldoctor.metric_numbers import is_finite_number, is_non_finite
+from rldoctor.snapshot import dig
 
 # The learner numbers whose NaN means the training diverged. (Counts such as
 # num_trainable_parameters are NaN in healthy runs too.)
@@ -82,7 +83,7 @@ def learner_values(run: dict, key: str) -> list[tuple[float, str, object]]:
 
 def weights_frozen(run: dict, recent: int) -> dict | None:
     """Evidence that the learner does not move the weights: lr 0, or KL ~0 throughout."""
-    lr = (run.get("settings") or {}).get("lr")
+    lr = dig(run, "settings", "lr")
     rates = [v for _, _, v in learner_values(run, "default_optimizer_learning_rate")[-recent:]
              if is_finite_number(v)]
     kls = [abs(v) for _, _, v in learner_values(run, "mean_kl_loss")[-recent:] if is_finite_number(v)]

@@ -107,7 +107,6 @@ class Report:
     source: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. plugins that failed to load
     figures: dict[str, Any] = field(default_factory=dict)  # smoke-train figures, when any
-    training: list[dict] | None = None  # the RLlib trainings found on a live cluster
     cluster: dict | None = None  # the overview of the nodes (rldoctor.report.overview), when there are any
     # Skipped checks a run without a cluster folds into one line per cause (rldoctor.report.skipped)
     folded_skips: list[dict] | None = None
@@ -118,6 +117,17 @@ class Report:
     not_linted: list[dict] = field(default_factory=list)
     # What the input let the report judge (rldoctor.report.basis; JSON `verdict_basis`)
     basis: dict | None = None
+    # The declared report sections' values, by name (rldoctor.report.sections)
+    parts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def training(self) -> list[dict] | None:
+        """The RLlib trainings found on a live cluster (the `training` report section)."""
+        return self.parts.get("training")
+
+    @training.setter
+    def training(self, value: list[dict] | None) -> None:
+        self.parts["training"] = value
 
     @property
     def judged(self) -> bool:

@@ -24,6 +24,15 @@ _SCHEMA_RE = re.compile(r"^rldoctor\.snapshot/v(\d+)(?:\.\d+)?$")
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+def dig(value: Any, *path: Any, default: Any = None) -> Any:
+    """The value down `path` inside nested dicts (`dig(actor, "death_cause", "reason")`), or
+    `default` where a step is missing, None or not a dict: how a check reads inside one record
+    of a view (a node, an actor, a training) instead of a `(x or {}).get(y)` chain."""
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return default if value is None else value
+
+
 class Snapshot:
     """Read-only view over a snapshot document."""
 
@@ -45,10 +54,7 @@ class Snapshot:
         """A value inside a section (`snap.field("cluster", "ray_version")`), None where any step
         is missing: the one way a check reads past a section's top, instead of a
         `(snap.get(x) or {}).get(y)` chain."""
-        value: Any = self.data.get(section)
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        return value
+        return dig(self.data, section, *path)
 
     def collector(self, section: str) -> dict[str, Any]:
         """What the collector of `section` reported: status, error, duration_s."""

@@ -63,16 +63,12 @@ def _is_node_side(folder: Path) -> bool:
     return any("register_pickle_by_value" in p.read_text() for p in _modules(folder))
 
 
-def _pipeline_sources() -> list[str]:
-    """The diagnosis pipeline: the engine package."""
-    return [p.read_text() for p in sorted((ROOT / "doctor" / "engine").glob("*.py"))]
-
-
 def _is_report_section(folder: Path) -> bool:
-    """A builder of a report part: a module of the folder that the diagnosis pipeline imports."""
-    package = "rldoctor." + ".".join(folder.resolve().relative_to((ROOT / "doctor").resolve()).parts)
-    return any(f"{package}.{p.stem} import" in text or re.search(rf"{package} import .*\b{p.stem}\b", text)
-               for p in _modules(folder) for text in _pipeline_sources())
+    """A module of the folder that declares a report section the report finds."""
+    from rldoctor.report.sections import found
+
+    return any(Path(inspect.getsourcefile(s.build)).resolve().parent == folder.resolve()
+               for s in found())
 
 
 def _is_output_format(folder: Path) -> bool:

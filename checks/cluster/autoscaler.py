@@ -13,6 +13,7 @@ from rldoctor.checks import _autoscaling as scaling
 from rldoctor.checks._resources import show
 from rldoctor.checks._rllib import rllib_role
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.snapshot import dig
 
 _FIXES = {
     scaling.NO_TYPE_FITS: (
@@ -233,7 +234,7 @@ def _training_actors(snap) -> list[tuple[dict, dict]]:
 def _how_taken(training: dict, lost: list[dict]) -> str:
     alive = training.get("runners_alive", 0)
     configured = training.get("runners_configured") or 0
-    job = (training.get("job") or {}).get("status")
+    job = dig(training, "job", "status")
     if job in ("FAILED", "STOPPED"):
         return f"the training's job is {job}"
     restarted = [m for m in lost if m.get("state") in ("ALIVE", "RESTARTING") and m.get("num_restarts")]
@@ -313,7 +314,7 @@ def _lost_with(snap, dead, members) -> dict[str, list]:
     # node only; a restarted actor's old node is in its death cause).
     # An actor whose owner (the algorithm, a driver loop) ran there dies with it, wherever it ran.
     for actor in (snap.field("actors", "items") or []):
-        message = ((actor.get("death_cause") or {}).get("message") or "")
+        message = dig(actor, "death_cause", "message", default="")
         for node_id, node in dead.items():
             owner_there = "Owner's node" in message and f"Owner Ip address: {node.get('ip')} " in message
             if (node_id in message or owner_there) and rllib_role(actor.get("class_name")):
@@ -325,7 +326,7 @@ def _lost_with(snap, dead, members) -> dict[str, list]:
     for node_id, lost in by_node.items():
         for training in {id(t): t for t, m in lost if t and m.get("role") == "algorithm"}.values():
             for runner in training.get("runners") or []:
-                if ((runner.get("death_cause") or {}).get("reason") in ("OWNER_DIED", "REF_DELETED")
+                if (dig(runner, "death_cause", "reason") in ("OWNER_DIED", "REF_DELETED")
                         and not any(m.get("actor_id") == runner.get("actor_id") for _, m in lost)):
                     lost.append((training, runner))
     return by_node
@@ -338,7 +339,7 @@ def _removed_finding(node, why, lost, scaler):
     others = [m for _, m in lost if m.get("role") != "env runner"]
     took = "; ".join(f"{t.get('subject', tid)}: {_how_taken(t, [m for tt, m in lost if tt is t])}"
                      for tid, t in trainings.items()) or "no training of it is running now"
-    failed = any((t.get("job") or {}).get("status") == "FAILED" for t in trainings.values())
+    failed = any(dig(t, "job", "status") == "FAILED" for t in trainings.values())
     return (fail if failed else warn)(
         f"node:{node_id}",
         _REMOVED.format(short=node_id[:12], ip=node.get("ip"), why=why, took=took,
@@ -406,7 +407,7 @@ def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
     version = snap.field("cluster", "ray_version")
     if not counts_idle_by_resources(scaler, version):
         return
-    minutes = (scaler.get("config") or {}).get("idle_timeout_minutes")
+    minutes = dig(scaler, "config", "idle_timeout_minutes")
     # Only nodes it launched, of a type it may scale down (above its min_workers)
     type_of = {s.get("node_id"): s.get("node_type") for s in scaler.get("node_states") or []}
     kept = {t["name"] for t in scaler.get("node_types") or []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
+from rldoctor.snapshot import dig
 
 RAY_DOCS_NOFILE = 65535  # Ray's documentation: `ulimit -n` of at least this for `ray start`
 # Files a Ray control-plane process holds for each worker process of its scope (the cluster's
@@ -52,11 +53,11 @@ def open_files_limit(snap, params):
         `LimitNOFILE=65535` in a systemd unit, `--ulimit nofile=65535:65535` for Docker.
     """
     hosts = snap["hosts"] or {}
-    workers = {n: (h.get("open_files") or {}).get("workers_total") or 0 for n, h in hosts.items()}
+    workers = {n: dig(h, "open_files", "workers_total") or 0 for n, h in hosts.items()}
     cluster_workers = sum(workers.values())
     for node_id, host in sorted(hosts.items()):
         table = host.get("open_files") or {}
-        said = ((host.get("ray_logs") or {}).get("signals") or {}).get("too_many_open_files")
+        said = dig(host, "ray_logs", "signals", "too_many_open_files")
         for proc in table.get("processes") or []:
             soft, used = proc.get("soft"), proc.get("open") or 0
             if not soft:
@@ -105,7 +106,7 @@ _NOT_STARTING_FIX = (
 
 def _raylet_lines(snap, node_id: str) -> tuple[dict, str]:
     """(signals from the node's raylet log, how they were read): by the probe, or from outside."""
-    outside = (snap.probe_failure(node_id).get("ray_logs") or {}).get("signals") is not None
+    outside = dig(snap.probe_failure(node_id), "ray_logs", "signals") is not None
     return snap.log_signals(node_id), ("read through the dashboard: rldoctor's probe could not "
                                        "start there" if outside else "read by rldoctor's probe on the node")
 

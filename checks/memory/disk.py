@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import size
 
 RAY_DEFAULT_THRESHOLD = 0.95  # RayConfig local_fs_capacity_threshold
@@ -20,7 +21,7 @@ def threshold_of(snap, node_id: str, disk: dict) -> tuple[float, str]:
     """(threshold, where it came from): the cluster's _system_config as the node's raylet gave
     it, else RAY_local_fs_capacity_threshold in the node's environment, else Ray's default."""
     ping = snap.raylet_ping(node_id)
-    config = (ping.get("system_config") or {}).get("local_fs_capacity_threshold")
+    config = dig(ping, "system_config", "local_fs_capacity_threshold")
     if isinstance(config, (int, float)):
         return float(config), "_system_config (from the node's raylet)"
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import size
 
 MiB = 2**20
@@ -232,31 +233,41 @@ def node_memory_pressure(snap, params):
                     "judged_against": memory["judged"], "limit_source": memory["source"],
                     "memory_limit_bytes": total, "memory_used_bytes": used_bytes,
                     "margins": {"warn": params["warn_margin"], "fail": params["fail_margin"]}}
+        said = {"where": _where(snap, node_id), "used": used * 100, "used_bytes": _gib(used_bytes),
+                "total": _gib(total), "state": state, "threshold": threshold * 100, "source": source}
         if memory["judged"] == "host":
-            yield severity(
-                f"node:{node_id}",
-                f"host memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
-                f"({_gib(used_bytes)} of {_gib(total)}), {state} the kill threshold "
-                f"{threshold * 100:.1f}% ({source})",
-                evidence, _HOST_MEMORY_FIX)
-            continue
-        limit = host["memory_limit"]
-        host_total, host_free = host.get("mem_total_bytes"), host.get("mem_available_bytes")
-        host_used = 1 - host_free / host_total if host_total and host_free is not None else None
-        evidence.update(memory_limit=limit, host_used_fraction=(
-            round(host_used, 4) if host_used is not None else None))
-        message = (f"memory on {_where(snap, node_id)} is {used * 100:.1f}% used "
-                   f"({_gib(used_bytes)} of {_gib(total)}, the memory limit of its raylet's "
-                   f"cgroup: {memory['source']}), {state} the kill threshold "
-                   f"{threshold * 100:.1f}% ({source})")
-        if host_used is not None:
-            message += f"; the host itself is {host_used * 100:.0f}% used"
-        if limit.get("ray_monitor_sees_limit") is False:
-            message += (f"; Ray's memory monitor reads {limit.get('ray_monitor_reads')}, not this "
-                        "cgroup, so it will not act before the kernel's OOM killer does at the "
-                        "limit: workers vanish with SIGKILL (RLD403) instead of an "
-                        "OutOfMemoryError")
-        yield severity(f"node:{node_id}", message, evidence, _HOST_MEMORY_FIX + _CGROUP_MEMORY_FIX)
+            yield severity(f"node:{node_id}", _HOST_PRESSURE.format(**said), evidence, _HOST_MEMORY_FIX)
+        else:
+            yield severity(f"node:{node_id}", _cgroup_pressure(host, memory, said, evidence), evidence,
+                           _HOST_MEMORY_FIX + _CGROUP_MEMORY_FIX)
+
+
+# RLD303's message, as data: the host's memory, or the raylet cgroup's with what else is known.
+_HOST_PRESSURE = ("host memory on {where} is {used:.1f}% used ({used_bytes} of {total}), {state} "
+                  "the kill threshold {threshold:.1f}% ({source})")
+_CGROUP_PRESSURE = ("memory on {where} is {used:.1f}% used ({used_bytes} of {total}, the memory "
+                    "limit of its raylet's cgroup: {limit_source}), {state} the kill threshold "
+                    "{threshold:.1f}% ({source})")
+_HOST_ITSELF = "; the host itself is {host_used:.0f}% used"
+_MONITOR_BLIND = ("; Ray's memory monitor reads {reads}, not this cgroup, so it will not act "
+                  "before the kernel's OOM killer does at the limit: workers vanish with SIGKILL "
+                  "(RLD403) instead of an OutOfMemoryError")
+
+
+def _cgroup_pressure(host: dict, memory: dict, said: dict, evidence: dict) -> str:
+    """RLD303's message on a node judged by its raylet's cgroup; adds the limit and the host's
+    own use to `evidence`."""
+    limit = host["memory_limit"]
+    host_total, host_free = host.get("mem_total_bytes"), host.get("mem_available_bytes")
+    host_used = 1 - host_free / host_total if host_total and host_free is not None else None
+    evidence.update(memory_limit=limit, host_used_fraction=(
+        round(host_used, 4) if host_used is not None else None))
+    message = _CGROUP_PRESSURE.format(**said, limit_source=memory["source"])
+    if host_used is not None:
+        message += _HOST_ITSELF.format(host_used=host_used * 100)
+    if limit.get("ray_monitor_sees_limit") is False:
+        message += _MONITOR_BLIND.format(reads=limit.get("ray_monitor_reads"))
+    return message
 
 
 _SHM_FIX = (
@@ -292,8 +303,7 @@ def shm_too_small(snap, params):
         plasma = raylet.get("plasma_directory")
         size = raylet.get("object_store_memory")
         shm_total = host.get("shm_total_bytes")
-        fallback = (snap.store(node_id).get("store") or {}).get(
-            "object_store_bytes_fallback") or 0
+        fallback = dig(snap.store(node_id), "store", "object_store_bytes_fallback") or 0
         evidence = {"node_id": node_id, "plasma_directory": plasma, "object_store_bytes": size,
                     "shm_total_bytes": shm_total, "shm_free_bytes": host.get("shm_free_bytes"),
                     "fallback_bytes_in_use": fallback}

@@ -18,6 +18,7 @@ from rldoctor.checks._reach import (
 )
 from rldoctor.checks._rllib import rllib_role
 from rldoctor.registry import check, fail, finding, info, note, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import ZONE_LABEL, node_of, percentile
 
 LATENCY_DEFAULTS = {"warn_ms": 5.0, "fail_ms": 20.0, "noise_factor": 2.0, "zone_label": ZONE_LABEL}
@@ -25,12 +26,12 @@ _RANK = {None: 0, "warn": 1, "fail": 2}
 
 
 def zone_of(node: dict, label: str) -> str | None:
-    return (node.get("labels") or {}).get(label) or None
+    return dig(node, "labels", label) or None
 
 
 def _baseline(network: dict) -> tuple[str | None, float | None]:
     base_id = network.get("baseline_node_id")
-    base = (network.get("nodes") or {}).get(base_id or "", {})
+    base = dig(network, "nodes", base_id or "", default={})
     return base_id, base.get("p50_ms")
 
 
@@ -232,58 +233,64 @@ def slow_object_transfer(snap, params):
                 if e.get("bandwidth_mib_s")}
     sampling = network.get("transfer_sampling")
     if sampling:
-        yield note("snapshot.network",
-                   f"object transfer measured on {sampling['pulled']} of {sampling['of']} nodes, a "
-                   f"random sample each check (at most {sampling['limit']} nodes pull objects per "
-                   "check); a slow node outside it is found by a later check", sampling)
+        yield note("snapshot.network", _TRANSFER_SAMPLED.format(**sampling), sampling)
     if len(measured) < 2:
         return  # nothing to compare with
     noise = bandwidth_noise(network)
     bar = params["fraction_of_median"] / (1 + params["noise_factor"] * noise)
     overall = statistics.median(measured.values())
-    label = params["zone_label"]
     for node_id, bandwidth in sorted(measured.items()):
         # The rest of the cluster is the yardstick: with few nodes, a median that
         # includes the slow node itself would hide it; with many it makes no odds.
         median = (statistics.median(v for n, v in measured.items() if n != node_id)
                   if len(measured) <= 64 else overall)
-        entry = network["nodes"][node_id]
-        recheck = entry.get("transfer_recheck") or {}
-        # Pulls taken again, interleaved with a healthy peer's, cancel what the machine's own
-        # noise did to the first pass: under the bar there, the node is slow even when its
-        # first pulls (two, on a busy host) wandered enough to clear the lowered bar.
-        confirmed = recheck.get("status") == "ok" and \
-            recheck["best_mib_s"] < bar * max(recheck["peer_best_mib_s"], 1e-9)
-        if bandwidth >= bar * median and not confirmed:
-            continue
-        node = snap.node(node_id) or {}
-        evidence = {"node_id": node_id, "bandwidth_mib_s": bandwidth, "median_mib_s": median,
-                    "samples_mib_s": entry.get("transfer_samples_mib_s"),
-                    "object_bytes": network.get("object_bytes"),
-                    "transfer_s": entry.get("transfer_s"), "all_nodes_mib_s": measured,
-                    "bar_fraction": round(bar, 3), "noise": round(noise, 3),
-                    "remeasured": recheck.get("status") == "ok"}
-        if recheck:
-            evidence["recheck"] = recheck
-        again = ""
-        if recheck.get("status") == "ok":
-            ratio = recheck["best_mib_s"] / max(recheck["peer_best_mib_s"], 1e-9)
-            evidence["recheck_fraction"] = round(ratio, 3)
-            if ratio >= bar:
-                yield note(f"node:{node_id}",
-                           f"{_describe(node_id, node, label)} pulled objects at {bandwidth:.0f} "
-                           f"MiB/s once ({bandwidth / median:.0%} of the median), then at "
-                           f"{recheck['best_mib_s']:.0f} MiB/s beside a peer at "
-                           f"{recheck['peer_best_mib_s']:.0f} MiB/s when measured again: not "
-                           "reported", evidence)
-                continue
-            again = (f"; measured again beside a peer: {recheck['best_mib_s']:.0f} vs "
-                     f"{recheck['peer_best_mib_s']:.0f} MiB/s")
-        yield warn(
-            f"node:{node_id}",
-            f"objects reach {_describe(node_id, node, label)} at {bandwidth:.0f} MiB/s, "
-            f"{bandwidth / median:.0%} of the other nodes' median {median:.0f} MiB/s{again}",
-            evidence, _TRANSFER_FIX)
+        yield from _judge_transfer(snap, node_id, bandwidth, median, bar, noise, measured,
+                                   params["zone_label"])
+
+
+# RLD202's texts, as data.
+_TRANSFER_SAMPLED = ("object transfer measured on {pulled} of {of} nodes, a random sample each "
+                     "check (at most {limit} nodes pull objects per check); a slow node outside it "
+                     "is found by a later check")
+_TRANSFER_CLEARED = ("{node} pulled objects at {bandwidth:.0f} MiB/s once ({share:.0%} of the "
+                     "median), then at {best:.0f} MiB/s beside a peer at {peer:.0f} MiB/s when "
+                     "measured again: not reported")
+_TRANSFER_AGAIN = "; measured again beside a peer: {best:.0f} vs {peer:.0f} MiB/s"
+_TRANSFER_SLOW = ("objects reach {node} at {bandwidth:.0f} MiB/s, {share:.0%} of the other nodes' "
+                  "median {median:.0f} MiB/s{again}")
+
+
+def _judge_transfer(snap, node_id, bandwidth, median, bar, noise, measured, label):
+    """RLD202 on one node: a warn when it is under the bar (and a re-measurement, if any, agrees),
+    a note when only its first pulls were slow."""
+    network = snap["network"]
+    entry = network["nodes"][node_id]
+    recheck = entry.get("transfer_recheck") or {}
+    remeasured = recheck.get("status") == "ok"
+    # Pulls taken again, interleaved with a healthy peer's, cancel what the machine's own
+    # noise did to the first pass: under the bar there, the node is slow even when its
+    # first pulls (two, on a busy host) wandered enough to clear the lowered bar.
+    confirmed = remeasured and recheck["best_mib_s"] < bar * max(recheck["peer_best_mib_s"], 1e-9)
+    if bandwidth >= bar * median and not confirmed:
+        return
+    evidence = {"node_id": node_id, "bandwidth_mib_s": bandwidth, "median_mib_s": median,
+                "samples_mib_s": entry.get("transfer_samples_mib_s"),
+                "object_bytes": network.get("object_bytes"),
+                "transfer_s": entry.get("transfer_s"), "all_nodes_mib_s": measured,
+                "bar_fraction": round(bar, 3), "noise": round(noise, 3), "remeasured": remeasured}
+    if recheck:
+        evidence["recheck"] = recheck
+    said = {"node": _describe(node_id, snap.node(node_id) or {}, label), "bandwidth": bandwidth,
+            "share": bandwidth / median, "median": median, "again": ""}
+    if remeasured:
+        ratio = recheck["best_mib_s"] / max(recheck["peer_best_mib_s"], 1e-9)
+        evidence["recheck_fraction"] = round(ratio, 3)
+        again = {"best": recheck["best_mib_s"], "peer": recheck["peer_best_mib_s"]}
+        if ratio >= bar:
+            yield note(f"node:{node_id}", _TRANSFER_CLEARED.format(**said, **again), evidence)
+            return
+        said["again"] = _TRANSFER_AGAIN.format(**again)
+    yield warn(f"node:{node_id}", _TRANSFER_SLOW.format(**said), evidence, _TRANSFER_FIX)
 
 
 _ZONE_FIX = (
@@ -329,28 +336,15 @@ def cross_zone_spread(snap, params):
     """
     label = params["zone_label"]
     alive = snap.alive_nodes
-    zones: dict[str, list[str]] = {}
-    unlabelled = []
-    for node in alive:
-        zone = zone_of(node, label)
-        if zone:
-            zones.setdefault(zone, []).append(node["node_id"])
-        else:
-            unlabelled.append(node["node_id"])
+    zones, unlabelled = _zones(alive, label)
     if not zones:
         return
     if unlabelled and len(zones) == 1:
-        yield info("cluster", f"{len(unlabelled)} node(s) have no '{label}' label; zone "
-                   f"spread cannot be judged for them", {"unlabelled_nodes": unlabelled,
-                                                        "zones": zones}, _ZONE_FIX)
+        yield info("cluster", _ZONE_UNLABELLED.format(n=len(unlabelled), label=label),
+                   {"unlabelled_nodes": unlabelled, "zones": zones}, _ZONE_FIX)
     if len(zones) < 2:
         return
-    network = snap.get("network") or {}
-    per_node = network.get("nodes") or {}
-    zone_latency = {}
-    for zone, ids in zones.items():
-        values = [per_node[n]["p50_ms"] for n in ids if per_node.get(n, {}).get("p50_ms") is not None]
-        zone_latency[zone] = round(statistics.median(values), 3) if values else None
+    zone_latency = _zone_latency(snap, zones)
     head = next((n for n in alive if n.get("is_head")), None)
     head_zone = zone_of(head, label) if head else None
     outside = {n["node_id"] for n in alive if head_zone and zone_of(n, label) != head_zone}
@@ -359,22 +353,47 @@ def cross_zone_spread(snap, params):
     evidence = {"zone_label": label, "zones": zones, "unlabelled_nodes": unlabelled,
                 "zone_median_p50_ms": zone_latency, "head_zone": head_zone,
                 "slow_nodes": sorted(slow), "training_actor_zones": training}
-    shown = "; ".join(
+    said = {"n": len(zones), "head_zone": head_zone, "shown": "; ".join(
         f"{zone}: {len(ids)} node(s)" + (f", median {zone_latency[zone]:.1f} ms"
                                          if zone_latency[zone] is not None else "")
         for zone, ids in sorted(zones.items()))
-    if unlabelled:
-        shown += f"; unlabelled: {len(unlabelled)} node(s)"
-    where = ""
-    if len(training) > 1:
-        where = f"; RLlib actors run in {len(training)} zones ({', '.join(sorted(training))})"
+        + (f"; unlabelled: {len(unlabelled)} node(s)" if unlabelled else ""),
+        "where": _ZONE_TRAINING.format(n=len(training), zones=", ".join(sorted(training)))
+        if len(training) > 1 else ""}
     if slow and outside and slow == outside:
-        yield fail("cluster", f"the cluster spans {len(zones)} zones ({shown}) and the slow "
-                   f"nodes are exactly those outside the head's zone {head_zone}{where}",
-                   evidence, _ZONE_FIX)
+        yield fail("cluster", _ZONE_SLOW_OUTSIDE.format(**said), evidence, _ZONE_FIX)
     else:
-        yield warn("cluster", f"the cluster spans {len(zones)} zones ({shown}){where}",
-                   evidence, _ZONE_FIX)
+        yield warn("cluster", _ZONE_SPANS.format(**said), evidence, _ZONE_FIX)
+
+
+# RLD203's messages, as data.
+_ZONE_UNLABELLED = "{n} node(s) have no '{label}' label; zone spread cannot be judged for them"
+_ZONE_SPANS = "the cluster spans {n} zones ({shown}){where}"
+_ZONE_SLOW_OUTSIDE = ("the cluster spans {n} zones ({shown}) and the slow nodes are exactly those "
+                      "outside the head's zone {head_zone}{where}")
+_ZONE_TRAINING = "; RLlib actors run in {n} zones ({zones})"
+
+
+def _zones(alive: list[dict], label: str) -> tuple[dict[str, list[str]], list[str]]:
+    """({zone: [node id]}, [node ids without the label]) of the alive nodes."""
+    zones: dict[str, list[str]] = {}
+    unlabelled = []
+    for node in alive:
+        zone = zone_of(node, label)
+        if zone:
+            zones.setdefault(zone, []).append(node["node_id"])
+        else:
+            unlabelled.append(node["node_id"])
+    return zones, unlabelled
+
+
+def _zone_latency(snap, zones: dict[str, list[str]]) -> dict[str, float | None]:
+    """{zone: the median p50 round trip of its nodes}, None where none was measured."""
+    out = {}
+    for zone, ids in zones.items():
+        values = [p50 for p50 in (snap.network(n).get("p50_ms") for n in ids) if p50 is not None]
+        out[zone] = round(statistics.median(values), 3) if values else None
+    return out
 
 
 def _training_zones(snap, label: str) -> dict[str, int]:
@@ -401,7 +420,7 @@ def _ports_needed(snap, reach: dict) -> list[str]:
     lines = []
     endpoints = reach.get("endpoints") or {}
     ranges = reach.get("worker_port_ranges") or {}
-    ordered = sorted(endpoints, key=lambda n: (not (snap.node(n) or {}).get("is_head"), n))
+    ordered = sorted(endpoints, key=lambda n: (not dig(snap.node(n), "is_head"), n))
     for node_id in ordered[:MAX_NODES_IN_FIX]:
         parts = []
         for name, (owner, _, flag) in COMPONENTS.items():
@@ -423,7 +442,7 @@ def _ports_needed(snap, reach: dict) -> list[str]:
 def _closed_lines(snap, per_port: dict) -> list[str]:
     out = []
     for (name, port), fails in sorted(per_port.items()):
-        sources = ", ".join(sorted({(snap.node(f["source"]) or {}).get("ip", "?") for f in fails}))
+        sources = ", ".join(sorted({dig(snap.node(f["source"]), "ip", default="?") for f in fails}))
         statuses = sorted({f["status"] for f in fails})
         out.append(f"{COMPONENTS.get(name, (name,))[0].removeprefix('the ')} port {port} on "
                    f"{fails[0]['host']} from {sources} ({', '.join(statuses)})")
@@ -481,14 +500,11 @@ def port_unreachable(snap, params):
         ports are a warn.
     """
     reach = snap["reach"]
-    head = reach.get("head_node_id")
-    needed = _ports_needed(snap, reach)
-    sampled = (reach.get("sampling") or {}).get("peers_per_node")
-    if sampled:  # said whether or not a port is found closed
-        yield note("snapshot.reach",
-                   f"ports tried on {(reach.get('sampling') or {}).get('nodes')} nodes from the head "
-                   f"and {sampled} peers each, not from every node (every pair up to 32 nodes): a port "
-                   "closed between two other nodes only may not be seen", reach.get("sampling"))
+    needed = "; ".join(_ports_needed(snap, reach))
+    sampled = {"nodes": dig(reach, "sampling", "nodes"),
+               "peers_per_node": dig(reach, "sampling", "peers_per_node")}
+    if sampled["peers_per_node"]:  # said whether or not a port is found closed
+        yield note("snapshot.reach", _PORTS_SAMPLED.format(**sampled), reach.get("sampling"))
     for target, fails in sorted(failures_by_target(reach).items()):
         state = reach_state(snap, target)
         if state not in ("closed", "address"):
@@ -497,54 +513,72 @@ def port_unreachable(snap, params):
         per_port: dict = {}
         for failure in fails:
             per_port.setdefault((failure["component"], failure["port"]), []).append(failure)
-        severity, parts = warn, []
-        tried = (reach.get("tried") or {}).get(target) or {}
-        failed = (reach.get("failed") or {}).get(target) or {}
-        for (name, port), port_fails in sorted(per_port.items(), key=lambda i: (
-                i[0][0] not in CORE, i[0])):
-            owner, needs, _ = COMPONENTS.get(name, (name, "", ""))
-            sources = sorted({f["source"] for f in port_fails})
-            everyone = failed.get(name, 0) >= tried.get(name, 0)
-            if name in CORE and (everyone or head in sources):
-                severity = fail
-            who = (f"from every node that tried ({len(sources)})" if everyone and len(sources) > 1
-                   else "from " + ", ".join(_node_label(snap, s) for s in sources[:4])
-                   + (f" and {len(sources) - 4} more" if len(sources) > 4 else ""))
-            statuses = sorted({f["status"] for f in port_fails})
-            reached = tried.get(name, 0) - failed.get(name, 0)
-            others = f"; {reached} other node(s) reach it" if reached > 0 else ""
-            parts.append(f"port {port} of {owner} ({needs}) cannot be reached {who}: "
-                         + " / ".join(status_words(s) for s in statuses) + others)
+        tried = dig(reach, "tried", target, default={})
+        failed = dig(reach, "failed", target, default={})
+        fix = _PORTS_FIX.format(needed=needed, closed="; ".join(_closed_lines(snap, per_port)))
         if state == "address":
-            severity = fail
-            own = own_addresses(snap, target)
-            not_own = (f"; {node.get('ip')} is not an address of any of its interfaces "
-                       f"({', '.join(own[:6])})" if own and node.get("ip") not in own else "")
-            statuses = sorted({f["status"] for f in fails})
-            sources = {f["source"] for f in fails}
-            message = (f"{_node_label(snap, target)} registered with an address the other nodes "
-                       f"cannot reach: none of its {len(tried)} Ray ports answered a connect from "
-                       f"any of the {len(sources)} node(s) that tried ("
-                       + " / ".join(status_words(s) for s in statuses) + f"){not_own}")
-            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + _PORTS_FIX.format(
-                needed="; ".join(needed), closed="; ".join(_closed_lines(snap, per_port)))
+            severity, message = fail, _address_message(snap, target, node, fails, tried)
+            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + fix
         else:
-            message = f"{_node_label(snap, target)}: " + "; ".join(parts)
-            sampling = reach.get("sampling") or {}
-            if sampling.get("peers_per_node"):
-                message += (f" (on {sampling.get('nodes')} nodes each node is tried from the head "
-                            f"and {sampling['peers_per_node']} peers)")
-            fix = _PORTS_FIX.format(needed="; ".join(needed),
-                                    closed="; ".join(_closed_lines(snap, per_port)))
-        evidence = {
-            "node_id": target, "ip": node.get("ip"), "state": state,
-            "failures": [{**f, "source_ip": (snap.node(f["source"]) or {}).get("ip"),
-                          "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
-                         for f in fails],
-            "failures_left_out": reach.get("failures_left_out") or 0,
-            # a node whose probe never answered: the peer whose task listened on its worker range
-            "worker_port_placed_by": (reach.get("worker_port_placed_by") or {}).get(target),
-            "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
-            "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
-            "worker_port_ranges": reach.get("worker_port_ranges")}
-        yield severity(f"node:{target}", message, evidence, fix)
+            severity, parts = _closed_ports(snap, reach, per_port, tried, failed)
+            message = f"{_node_label(snap, target)}: " + "; ".join(parts) + (
+                _PORTS_SAMPLED_SHORT.format(**sampled) if sampled["peers_per_node"] else "")
+        yield severity(f"node:{target}", message,
+                       _unreachable_evidence(snap, reach, target, node, state, fails, tried, failed), fix)
+
+
+# RLD204's messages, as data.
+_PORTS_SAMPLED = ("ports tried on {nodes} nodes from the head and {peers_per_node} peers each, not "
+                  "from every node (every pair up to 32 nodes): a port closed between two other "
+                  "nodes only may not be seen")
+_PORTS_SAMPLED_SHORT = " (on {nodes} nodes each node is tried from the head and {peers_per_node} peers)"
+_PORT_CLOSED = "port {port} of {owner} ({needs}) cannot be reached {who}: {statuses}{others}"
+_PORT_OTHERS = "; {n} other node(s) reach it"
+_BAD_ADDRESS = ("{node} registered with an address the other nodes cannot reach: none of its "
+                "{ports} Ray ports answered a connect from any of the {sources} node(s) that tried "
+                "({statuses}){not_own}")
+_NOT_OWN = "; {ip} is not an address of any of its interfaces ({own})"
+
+
+def _closed_ports(snap, reach: dict, per_port: dict, tried: dict, failed: dict):
+    """(fail or warn, one phrase per closed port): a core port closed from the head or from
+    every node that tried is a fail."""
+    severity, parts = warn, []
+    for (name, port), port_fails in sorted(per_port.items(), key=lambda i: (i[0][0] not in CORE, i[0])):
+        owner, needs, _ = COMPONENTS.get(name, (name, "", ""))
+        sources = sorted({f["source"] for f in port_fails})
+        everyone = failed.get(name, 0) >= tried.get(name, 0)
+        if name in CORE and (everyone or reach.get("head_node_id") in sources):
+            severity = fail
+        who = (f"from every node that tried ({len(sources)})" if everyone and len(sources) > 1
+               else "from " + ", ".join(_node_label(snap, s) for s in sources[:4])
+               + (f" and {len(sources) - 4} more" if len(sources) > 4 else ""))
+        reached = tried.get(name, 0) - failed.get(name, 0)
+        parts.append(_PORT_CLOSED.format(
+            port=port, owner=owner, needs=needs, who=who,
+            statuses=" / ".join(status_words(s) for s in sorted({f["status"] for f in port_fails})),
+            others=_PORT_OTHERS.format(n=reached) if reached > 0 else ""))
+    return severity, parts
+
+
+def _address_message(snap, target: str, node: dict, fails: list[dict], tried: dict) -> str:
+    own = own_addresses(snap, target)
+    return _BAD_ADDRESS.format(
+        node=_node_label(snap, target), ports=len(tried), sources=len({f["source"] for f in fails}),
+        statuses=" / ".join(status_words(s) for s in sorted({f["status"] for f in fails})),
+        not_own=_NOT_OWN.format(ip=node.get("ip"), own=", ".join(own[:6]))
+        if own and node.get("ip") not in own else "")
+
+
+def _unreachable_evidence(snap, reach, target, node, state, fails, tried, failed) -> dict:
+    return {
+        "node_id": target, "ip": node.get("ip"), "state": state,
+        "failures": [{**f, "source_ip": dig(snap.node(f["source"]), "ip"),
+                      "owner": COMPONENTS.get(f["component"], (f["component"],))[0]}
+                     for f in fails],
+        "failures_left_out": reach.get("failures_left_out") or 0,
+        # a node whose probe never answered: the peer whose task listened on its worker range
+        "worker_port_placed_by": dig(reach, "worker_port_placed_by", target),
+        "tried": tried, "failed": failed, "deadline_s": reach.get("deadline_s"),
+        "sampling": reach.get("sampling"), "ports": reach.get("endpoints"),
+        "worker_port_ranges": reach.get("worker_port_ranges")}

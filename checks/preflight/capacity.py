@@ -111,7 +111,7 @@ def _what(demand: dict) -> str:
     return ", ".join(parts) + (f", for each of {trials} Tune trials" if trials > 1 else "")
 
 
-@check("RLD901", "demand-exceeds-capacity", area="preflight", requires=("preflight", "nodes"))
+@check("RLD901", "demand-exceeds-capacity", area="preflight", lifecycle="preview", requires=("preflight", "nodes"))
 def demand_exceeds_capacity(snap, params):
     """A training whose env runners, learners or Tune trials the cluster cannot place, now or ever.
 

@@ -42,7 +42,7 @@ SKEW_FIX = {
 }
 
 
-@check("RLD902", "env-unavailable-on-node", area="preflight", requires=("preflight",))
+@check("RLD902", "env-unavailable-on-node", area="preflight", lifecycle="preview", requires=("preflight",))
 def env_unavailable_on_node(snap, params):
     """A node where an env runner can land but the env's module does not import or the env does not build.
 
@@ -94,7 +94,7 @@ def _major(version: str | None) -> str | None:
     return version.split(".")[0] if version else None
 
 
-@check("RLD903", "package-skew", area="preflight", requires=("preflight",))
+@check("RLD903", "package-skew", area="preflight", lifecycle="preview", requires=("preflight",))
 def package_skew(snap, params):
     """Packages the training imports (numpy, gymnasium, torch, Ray, the env's own, Python) that differ between nodes.
 

@@ -28,7 +28,7 @@ PROBLEM_FIX = {
 SEVERE = {"step-api", "reset-api", "reward", "no-spaces", "raised", "obs-outside-space"}
 
 
-@check("RLD905", "env-contract", area="preflight", requires=("preflight",))
+@check("RLD905", "env-contract", area="preflight", lifecycle="preview", requires=("preflight",))
 def env_contract(snap, params):
     """The env breaks what RLlib expects of it: spaces, Gymnasium's step API, finite rewards, episodes that end.
 
@@ -88,7 +88,7 @@ SLOW_FIX = ("Raise `sample_timeout_s` (`config.env_runners(sample_timeout_s=...)
             "is empty!`.")
 
 
-@check("RLD906", "env-too-slow", area="preflight", requires=("preflight",),
+@check("RLD906", "env-too-slow", area="preflight", lifecycle="preview", requires=("preflight",),
        params={"warn_ratio": 0.5})
 def env_too_slow(snap, params):
     """An env whose step is too slow for an env runner to fill a rollout fragment within sample_timeout_s.

@@ -11,7 +11,7 @@ FIX = ("Make the GPUs visible to Ray's workers on that node: install the NVIDIA 
        "`num_gpus_per_learner=0` to train on CPU on purpose.")
 
 
-@check("RLD907", "gpu-not-usable", area="preflight", requires=("preflight", "nodes"))
+@check("RLD907", "gpu-not-usable", area="preflight", lifecycle="preview", requires=("preflight", "nodes"))
 def gpu_not_usable(snap, params):
     """A learner (or env runner) asking for GPUs on a node whose GPUs Ray counts but a worker cannot use.
 

@@ -16,7 +16,7 @@ FIX = {
 }
 
 
-@check("RLD904", "storage-not-shared", area="preflight", requires=("preflight",))
+@check("RLD904", "storage-not-shared", area="preflight", lifecycle="preview", requires=("preflight",))
 def storage_not_shared(snap, params):
     """A storage_path that is not one shared directory for every node, or that a node cannot write.
 

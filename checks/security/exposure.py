@@ -12,6 +12,7 @@ from rldoctor.checks._endpoints import (ENTRY_POINTS, KINDS, auth_state, is_publ
                                         shown)
 from rldoctor.model import Severity
 from rldoctor.registry import check, fail, finding, note, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import has_token_auth, node_of
 
 _WHERE = {"all": "every interface", "public": "a public address", "private": "a private address"}
@@ -281,7 +282,7 @@ def _exposed(snap, node, table, exposed, auth, not_reported):
 
 def _old_ray(cluster: dict) -> str | None:
     """The cluster's Ray version when it is older than token authentication, else None."""
-    version = str((cluster or {}).get("ray_version") or "")
+    version = str(dig(cluster, "ray_version", default=""))
     return version if has_token_auth(version) is False else None
 
 
@@ -329,58 +330,51 @@ def auth_disabled(snap, params):
         through a tunnel, and upgrade.
     """
     cluster = snap["cluster"]
-    token_fix = _token_fix_for(cluster)
     auth, how = auth_state(cluster)
     if auth != "disabled":
         return
     by_node, _ = _endpoints(snap)
-    beyond = []
-    for node_id, (node, table, rows) in by_node.items():
-        for row in rows:
-            if row["kind"] != "user" and row["reach"] != "loopback":
-                beyond.append({"node_id": node_id, "ip": node.get("ip"), **row})
-    beyond.sort(key=lambda r: (_rank(r["kind"]), KINDS[r["kind"]].harm != "code",
-                               r["reach"] == "private", r["node_id"], r["port"] or 0))
+    beyond = _beyond_loopback(by_node)
     alive = snap.alive_nodes
     read_on = f"read on {len(by_node)} of {len(alive)} alive node(s)"
     evidence = {"accepts_clients_without_token": True, "how_known": how,
-                "joined_with": (cluster.get("client_auth") or {}).get("mode"),
+                "joined_with": dig(cluster, "client_auth", "mode"),
                 "gcs_address": cluster.get("gcs_address"),
                 "socket_tables": read_on,
                 "beyond_loopback": beyond[:20], "beyond_loopback_count": len(beyond)}
-    known = "; ".join(how) or "the cluster's own answers"
     if by_node:
-        if beyond:
-            first = ", ".join(f"{r['endpoint']} {shown(r['address'], r['port'])} on node "
-                              f"{r['node_id'][:12]}" for r in beyond[:3])
-            more = f", and {len(beyond) - 3} more" if len(beyond) > 3 else ""
-            yield fail("cluster",
-                       f"token authentication is off: the cluster accepts clients without a "
-                       f"token ({known}), and its Ray ports listen beyond loopback ({first}"
-                       f"{more}): anyone who reaches them can run code on every node",
-                       evidence, token_fix)
-            return
-        yield warn("cluster",
-                   f"token authentication is off: the cluster accepts clients without a token "
-                   f"({known}); every Ray port listens on loopback only (socket tables "
-                   f"{read_on}), so only this machine's users and processes can get in, until "
-                   "a port is widened or a node joins from another host",
-                   evidence, token_fix)
-        return
-    remote = [n for n in alive if n.get("ip") and reach(n["ip"], []) != "loopback"]
-    addresses = ", ".join(sorted({n["ip"] for n in remote})[:5])
-    evidence["node_addresses"] = [n.get("ip") for n in alive]
-    if remote:
-        yield fail("cluster",
-                   f"token authentication is off: the cluster accepts clients without a token "
-                   f"({known}), and its nodes run on {addresses}, "
-                   "where their Ray ports take connections from other hosts: anyone who reaches "
-                   "them can run code on every node",
-                   evidence, token_fix)
-        return
-    yield warn("cluster",
-               f"token authentication is off: the cluster accepts clients without a token "
-               f"({known}); its nodes run on loopback addresses, but the nodes' socket tables "
-               "were not read, so whether a port listens on every interface is not known "
-               "(Ray's GCS and raylets usually do)",
-               evidence, token_fix)
+        first = ", ".join(f"{r['endpoint']} {shown(r['address'], r['port'])} on node "
+                          f"{r['node_id'][:12]}" for r in beyond[:3])
+        more = f", and {len(beyond) - 3} more" if len(beyond) > 3 else ""
+        severity, said = ((fail, _AUTH_BEYOND.format(first=first, more=more)) if beyond
+                          else (warn, _AUTH_LOOPBACK.format(read_on=read_on)))
+    else:
+        remote = [n for n in alive if n.get("ip") and reach(n["ip"], []) != "loopback"]
+        evidence["node_addresses"] = [n.get("ip") for n in alive]
+        severity, said = ((fail, _AUTH_REMOTE.format(
+            addresses=", ".join(sorted({n["ip"] for n in remote})[:5]))) if remote else (warn, _AUTH_UNREAD))
+    yield severity("cluster", _AUTH_OFF.format(known="; ".join(how) or "the cluster's own answers") + said,
+                   evidence, _token_fix_for(cluster))
+
+
+# RLD701's message, as data: token authentication is off, then what reaches the ports.
+_AUTH_OFF = "token authentication is off: the cluster accepts clients without a token ({known})"
+_AUTH_BEYOND = (", and its Ray ports listen beyond loopback ({first}{more}): anyone who reaches "
+                "them can run code on every node")
+_AUTH_LOOPBACK = ("; every Ray port listens on loopback only (socket tables {read_on}), so only "
+                  "this machine's users and processes can get in, until a port is widened or a "
+                  "node joins from another host")
+_AUTH_REMOTE = (", and its nodes run on {addresses}, where their Ray ports take connections from "
+                "other hosts: anyone who reaches them can run code on every node")
+_AUTH_UNREAD = ("; its nodes run on loopback addresses, but the nodes' socket tables were not "
+                "read, so whether a port listens on every interface is not known (Ray's GCS and "
+                "raylets usually do)")
+
+
+def _beyond_loopback(by_node: dict) -> list[dict]:
+    """Every Ray port (not a user's) listening beyond loopback, the most harmful first."""
+    beyond = [{"node_id": node_id, "ip": node.get("ip"), **row}
+              for node_id, (node, _, rows) in by_node.items() for row in rows
+              if row["kind"] != "user" and row["reach"] != "loopback"]
+    return sorted(beyond, key=lambda r: (_rank(r["kind"]), KINDS[r["kind"]].harm != "code",
+                                         r["reach"] == "private", r["node_id"], r["port"] or 0))

@@ -14,6 +14,7 @@ import statistics
 
 from rldoctor.checks import _runs
 from rldoctor.registry import check, fail, note, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import node_label
 
 STEPS_COUNTER = "rllib_env_runner_num_env_steps_sampled_counter"  # RLlib's, per env runner
@@ -35,7 +36,7 @@ def _training_name(training: dict) -> str:
         where = f"{algo} in its own actor"
     else:
         entry = " ".join(os.path.basename(w) if i < 2 else w for i, w in enumerate(
-            ((training.get("job") or {}).get("entrypoint") or "").split()))
+            dig(training, "job", "entrypoint", default="").split()))
         where = f"{algo} in its driver" + (
             f": {entry[:60]}{'...' if len(entry) > 60 else ''}" if entry else "")
     return f"the training of job {training.get('job_id')} ({where})"
@@ -43,7 +44,7 @@ def _training_name(training: dict) -> str:
 
 def stuck_in(stack: dict | None) -> str | None:
     """`UserEnv.step (my_env.py:45) -> wait (my_env.py:56)`: the user's frames, outermost first."""
-    frames = (stack or {}).get("user_frames") or []
+    frames = dig(stack, "user_frames", default=[])
     if not frames:
         return None
     import os
@@ -90,50 +91,58 @@ def env_runner_hung(snap, params):
         than `peer_factor` (10) times the p95 of the peers' finished calls, or than
         `alone_factor` x `floor_s` when the runner has no peer.
     """
-    section = snap["training"]
-    stacks = section.get("stacks") or {}
+    stacks = snap["training"].get("stacks") or {}
     for training in _trainings(snap):
         for group, role in (("runners", "env runner"), ("learners", "learner")):
             members = training.get(group) or []
-            peers = (training.get("peer_calls") or {}).get(group)
+            peers = dig(training, "peer_calls", group)
             for member in members:
-                call = member.get("call") or {}
-                age = call.get("age_s") or 0
-                if age < params["floor_s"]:
-                    continue
-                others = [m for m in members if m is not member and m.get("state") == "ALIVE"]
-                if peers and others:
-                    bar = max(params["floor_s"], params["peer_factor"] * peers["p95_s"])
-                    compared = (f"its peers' calls take {peers['median_s']:.2f} s (p95 "
-                                f"{peers['p95_s']:.2f} s, {peers['count']} calls)")
-                else:
-                    bar = params["alone_factor"] * params["floor_s"]
-                    compared = "it has no peer to compare with"
-                if age < bar:
+                age = dig(member, "call", "age_s") or 0
+                others = any(m is not member and m.get("state") == "ALIVE" for m in members)
+                bar, compared = _hung_bar(params, peers if others else None)
+                if age < params["floor_s"] or age < bar:
                     continue
                 stack = stacks.get(member.get("stack_id") or "")
-                frames = stuck_in(stack)
-                if frames:
-                    stuck = f"; it is stuck in {frames}"
-                elif stack:
-                    stuck = f"; its stack could not be taken: {stack.get('error')}"
-                else:
-                    stuck = "; no stack was taken"
                 evidence = {"training": training["subject"], "actor_id": member["actor_id"],
                             "class_name": member["class_name"], "role": role,
-                            "node_id": member.get("node_id"), "node_ip": member.get("node_ip"),
-                            "pid": member.get("pid"), "call": call,
-                            "queued_calls": member.get("queued_calls"), "peer_calls": peers,
-                            "bar_s": round(bar, 2), "user_frames": (stack or {}).get("user_frames"),
-                            "stack": {k: (stack or {}).get(k) for k in ("status", "where", "error",
-                                                                         "text", "duration_s")}
-                            if stack else None}
+                            **_hung_evidence(member, peers, bar, stack)}
                 yield fail(f"actor:{member['actor_id']}",
-                           f"{_who(member)} of {_training_name(training)} has been inside one "
-                           f"call ({call.get('name')}) for {age:.0f} s while {compared}"
-                           + (f", with {member['queued_calls']} more call(s) queued behind it"
-                              if member.get("queued_calls") else "") + stuck,
+                           _HUNG.format(who=_who(member), training=_training_name(training),
+                                        call=dig(member, "call", "name"), age=age, compared=compared)
+                           + (_HUNG_QUEUED.format(n=member["queued_calls"])
+                              if member.get("queued_calls") else "") + _stuck_words(stack),
                            evidence, _HUNG_FIX)
+
+
+# RLD605's message, as data: the call, then what is queued behind it, then where it is stuck.
+_HUNG = "{who} of {training} has been inside one call ({call}) for {age:.0f} s while {compared}"
+_HUNG_QUEUED = ", with {n} more call(s) queued behind it"
+_HUNG_PEERS = "its peers' calls take {median_s:.2f} s (p95 {p95_s:.2f} s, {count} calls)"
+_HUNG_ALONE = "it has no peer to compare with"
+
+
+def _hung_bar(params: dict, peers: dict | None) -> tuple[float, str]:
+    """(the age past which a call is hung, how it was compared): against the peers' p95 when
+    there are live peers that finished calls, else `alone_factor` x `floor_s`."""
+    if peers:
+        return max(params["floor_s"], params["peer_factor"] * peers["p95_s"]), _HUNG_PEERS.format(**peers)
+    return params["alone_factor"] * params["floor_s"], _HUNG_ALONE
+
+
+def _stuck_words(stack: dict | None) -> str:
+    frames = stuck_in(stack)
+    if frames:
+        return f"; it is stuck in {frames}"
+    return f"; its stack could not be taken: {stack.get('error')}" if stack else "; no stack was taken"
+
+
+def _hung_evidence(member: dict, peers: dict | None, bar: float, stack: dict | None) -> dict:
+    return {"node_id": member.get("node_id"), "node_ip": member.get("node_ip"),
+            "pid": member.get("pid"), "call": member.get("call") or {},
+            "queued_calls": member.get("queued_calls"), "peer_calls": peers,
+            "bar_s": round(bar, 2), "user_frames": dig(stack, "user_frames"),
+            "stack": {k: dig(stack, k) for k in ("status", "where", "error", "text", "duration_s")}
+            if stack else None}
 
 
 _LOST_FIX = (
@@ -197,7 +206,7 @@ def env_runners_lost(snap, params):
 
 
 def _on_purpose(runner: dict) -> bool:
-    return ((runner.get("death_cause") or {}).get("reason") or "") in (
+    return dig(runner, "death_cause", "reason", default="") in (
         "RAY_KILL", "OUT_OF_SCOPE", "REF_DELETED")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from rldoctor.checks import _runs
 from rldoctor.registry import check, fail, info, note, warn
+from rldoctor.snapshot import dig
 
 SUBJECT = "run:smoke-train"
 
@@ -117,7 +118,7 @@ def stale_weights(snap, params):
     smoke = snap["smoke"]
     limit = params["normal_lag"] + params["tolerance"]
     gaps, nan_runner = _runs.weight_gaps(smoke)
-    learner_seq = (smoke.get("learner") or {}).get("final_weights_seq_no")
+    learner_seq = dig(smoke, "learner", "final_weights_seq_no")
     behind = [{"worker_index": r.get("worker_index"), "node_id": r.get("node_id"),
                "node_ip": r.get("node_ip"), "weights_seq_no": r.get("final_weights_seq_no"),
                "lag": learner_seq - r["final_weights_seq_no"]}
@@ -198,7 +199,32 @@ def smoke_train_failed(snap, params):
         `RLModule.forward_inference()`, which the round trip uses.
     """
     smoke = snap["smoke"]
+    yield from _run_outcome(smoke)
+    yield from _checkpoint_round_trip(smoke, params)
+
+
+# RLD603's texts, as data: the run's outcome, then the checkpoint's round trip.
+_CRASHED = "the smoke training {what} during {stage} after {iterations} iteration(s): {error}"
+_MISSED = ("the smoke training missed its target: best smoothed return {best} < {target:g} "
+           "within {budget:g}s ({iterations} iterations); likely cause: {cause}")
+_CKPT_FAILED = "the checkpoint round trip failed at {step}: {error}"
+_CKPT_FAILED_FIX = (
+    "Save with `algo.save_to_path(path)` to a writable local or shared path, restore with "
+    "`Algorithm.from_checkpoint(path)`, act with `algo.get_module().forward_inference({'obs': "
+    "...})`; a restore that fails on this Ray version needs a checkpoint written by it.")
+_CKPT_UNTRAINED = ("the restored policy does not act like the trained one: mean return {mean:.1f} "
+                   "over {episodes} episodes, below {floor:g} although training reached {target:g}")
+_CKPT_UNTRAINED_FIX = (
+    "The checkpoint restores without the trained weights: check that the restore reads the "
+    "learner's RLModule state (learner_group/learner/rl_module) and not a freshly initialised "
+    "module.")
+
+
+def _run_outcome(smoke: dict):
+    """RLD603's finding on a smoke run that crashed, hung or missed its target."""
     outcome = smoke.get("outcome")
+    if outcome not in ("crashed", "hung", "missed"):
+        return
     curve = smoke.get("curve") or []
     figures = smoke.get("figures") or {}
     evidence = {"outcome": outcome, "stage": smoke.get("stage"), "iterations": len(curve),
@@ -207,40 +233,35 @@ def smoke_train_failed(snap, params):
                 "time_budget_s": smoke.get("time_budget_s"),
                 "env_steps_sampled": figures.get("env_steps_sampled"),
                 "runner_restarts": figures.get("runner_restarts")}
-    if outcome in ("crashed", "hung"):
-        cause, fix = _likely_cause(smoke)
-        evidence["error"] = smoke.get("error")
-        evidence["likely_cause"] = cause
-        what = "crashed" if outcome == "crashed" else "hung"
-        yield fail(SUBJECT, f"the smoke training {what} during {smoke.get('stage')} after "
-                   f"{len(curve)} iteration(s): {smoke.get('error')}", evidence, fix)
-    elif outcome == "missed":
-        cause, fix = _likely_cause(smoke)
+    cause, fix = _likely_cause(smoke)
+    if outcome == "missed":
         evidence["likely_cause"] = cause
         best = figures.get("best_return")
-        yield fail(SUBJECT, f"the smoke training missed its target: best smoothed return "
-                   f"{'-' if best is None else f'{best:.1f}'} < {smoke.get('target_return'):g} "
-                   f"within {smoke.get('time_budget_s'):g}s ({len(curve)} iterations); likely "
-                   f"cause: {cause}", evidence, fix)
+        message = _MISSED.format(best="-" if best is None else f"{best:.1f}", cause=cause,
+                                 target=smoke.get("target_return"), budget=smoke.get("time_budget_s"),
+                                 iterations=len(curve))
+    else:
+        evidence["error"] = smoke.get("error")
+        evidence["likely_cause"] = cause
+        message = _CRASHED.format(what=outcome, stage=smoke.get("stage"), iterations=len(curve),
+                                  error=smoke.get("error"))
+    yield fail(SUBJECT, message, evidence, fix)
+
+
+def _checkpoint_round_trip(smoke: dict, params: dict):
+    """RLD603's finding on a checkpoint that did not restore, or restored untrained."""
     ckpt = smoke.get("checkpoint") or {}
     subject = SUBJECT + "/checkpoint"
     if ckpt.get("status") == "failed":
-        yield fail(subject, f"the checkpoint round trip failed at {ckpt.get('step')}: "
-                   f"{ckpt.get('error')}", {"checkpoint": ckpt},
-                   "Save with `algo.save_to_path(path)` to a writable local or shared path, "
-                   "restore with `Algorithm.from_checkpoint(path)`, act with "
-                   "`algo.get_module().forward_inference({'obs': ...})`; a restore that fails "
-                   "on this Ray version needs a checkpoint written by it.")
-    elif ckpt.get("status") == "ok" and outcome == "reached" and ckpt.get("mean_return") is not None:
+        yield fail(subject, _CKPT_FAILED.format(step=ckpt.get("step"), error=ckpt.get("error")),
+                   {"checkpoint": ckpt}, _CKPT_FAILED_FIX)
+    elif ckpt.get("status") == "ok" and smoke.get("outcome") == "reached" \
+            and ckpt.get("mean_return") is not None:
         floor = params["restored_min_fraction"] * smoke.get("target_return", 0)
         if ckpt["mean_return"] < floor:
-            yield fail(subject, f"the restored policy does not act like the trained one: mean "
-                       f"return {ckpt['mean_return']:.1f} over {len(ckpt.get('returns') or [])} "
-                       f"episodes, below {floor:g} although training reached "
-                       f"{smoke.get('target_return'):g}", {"checkpoint": ckpt},
-                       "The checkpoint restores without the trained weights: check that the "
-                       "restore reads the learner's RLModule state (learner_group/learner/"
-                       "rl_module) and not a freshly initialised module.")
+            yield fail(subject, _CKPT_UNTRAINED.format(
+                mean=ckpt["mean_return"], episodes=len(ckpt.get("returns") or []), floor=floor,
+                target=smoke.get("target_return")), {"checkpoint": ckpt}, _CKPT_UNTRAINED_FIX)
 
 
 @check("RLD604", "poor-scaling", area="training", requires=("scaling",),

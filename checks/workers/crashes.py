@@ -14,6 +14,7 @@ from rldoctor.checks._resources import kill_threshold_in_force
 from rldoctor.checks._rllib import age_hours, crash_kind, describe_actor, parse_oom, rllib_role
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, info, warn
+from rldoctor.snapshot import dig
 from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
@@ -543,7 +544,7 @@ def _job_finding(chain: dict):
            f"node {worker.get('node_id')})" if worker else "a worker")
     kind = root["kind"]
     if kind == "user_error":
-        fix = _USER_ERROR_FIX.format(frame=chains.frame_text((exc or {}).get("frame")) or
+        fix = _USER_ERROR_FIX.format(frame=chains.frame_text(dig(exc, "frame")) or
                                      "the innermost frame of your code in the traceback",
                                      exc=f"{exc['type']}: {exc['message']}" if exc else "an exception",
                                      who=who)

@@ -6,6 +6,7 @@ import re
 
 from rldoctor.checks import _loglines
 from rldoctor.registry import check, fail, warn
+from rldoctor.snapshot import dig
 
 JOB_ACTOR = "JobSupervisor"  # Ray's actor that runs a submitted job's entrypoint
 _SIZE_LIMIT = re.compile(r"Package size \([^)]*\) exceeds the maximum size of \S+")
@@ -43,7 +44,7 @@ def _nodes_that_failed(snap, env: dict | None) -> list[tuple[str, dict]]:
     key = {k: env.get(k) for k in ("pip", "conda", "working_dir") if env.get(k)}
     found = []
     for node_id, host in sorted((snap.get("hosts") or {}).items()):
-        for failure in reversed((host.get("ray_logs") or {}).get("runtime_env_failures") or []):
+        for failure in reversed(dig(host, "ray_logs", "runtime_env_failures", default=[])):
             what = failure.get("what") or {}
             if key and all(what.get(k) == v for k, v in key.items()):
                 found.append((node_id, failure))
@@ -94,54 +95,68 @@ def runtime_env_failed(snap, params):
         `RuntimeEnvConfig(setup_timeout_seconds=...)`, or exclude large files from the
         working_dir; then resubmit.
     """
+    yield from _actors(snap)
+    yield from _jobs(snap, params)
+    yield from _tasks(snap)
+
+
+# RLD404's messages, as data: who, what it asked for, where the build failed, and the reason.
+_ACTOR = "actor {cls} ({id}{name}) never started: its runtime_env ({asked}) could not be set up{where}: {reason}"
+_JOB_PENDING = "job {name} has waited {pending:.0f}s for its runtime_env ({asked}) to be set up{where}: {reason}"
+_JOB_FAILED = "job {name} failed: its runtime_env ({asked}) could not be set up{where}: {reason}"
+_TASK = "task {name} failed: its runtime_env ({asked}) could not be set up{where}: {reason}"
+_NO_REASON = "no reason recorded"
+
+
+def _setup_failure(snap, env: dict | None, message: str | None) -> dict:
+    """What the nodes' agents said of building `env`: the reason (the agent's, else the error
+    message's), where ("" or " on <nodes>"), the node ids and the agent log entries."""
+    nodes = _nodes_that_failed(snap, env)
+    reason = next((f.get("reason") for _, f in nodes if f.get("reason")), None) or reason_in(
+        message or "")
+    return {"reason": reason, "where": f" on {_where(snap, [n for n, _ in nodes])}" if nodes else "",
+            "nodes": [n for n, _ in nodes], "agent_log": [f for _, f in nodes]}
+
+
+def _actors(snap):
     for actor in snap.field("actors", "items") or []:
         cause = actor.get("death_cause") or {}
         if cause.get("kind") != "runtime_env_failed_context" or actor.get("class_name") == JOB_ACTOR:
             continue  # a job's supervisor dies of its job's env: the job is named instead
         env = actor.get("runtime_env")
-        nodes = _nodes_that_failed(snap, env)
-        reason = next((f.get("reason") for _, f in nodes if f.get("reason")), None) or reason_in(
-            cause.get("message") or "")
-        where = f" on {_where(snap, [n for n, _ in nodes])}" if nodes else ""
-        yield fail(f"actor:{actor['actor_id']}",
-                   f"actor {actor.get('class_name')} ({actor['actor_id'][:12]}"
-                   + (f", name '{actor['name']}'" if actor.get("name") else "")
-                   + f") never started: its runtime_env ({_asked(env)}) could not be set up{where}: "
-                   + f"{reason or 'no reason recorded'}",
+        got = _setup_failure(snap, env, cause.get("message"))
+        yield fail(f"actor:{actor['actor_id']}", _ACTOR.format(
+            cls=actor.get("class_name"), id=actor["actor_id"][:12], asked=_asked(env),
+            name=f", name '{actor['name']}'" if actor.get("name") else "", where=got["where"],
+            reason=got["reason"] or _NO_REASON),
                    {"actor_id": actor["actor_id"], "class_name": actor.get("class_name"),
-                    "job_id": actor.get("job_id"), "runtime_env": env, "reason": reason,
-                    "nodes": [n for n, _ in nodes], "agent_log": [f for _, f in nodes]},
-                   _FIX)
-    section = snap.get("runtime_envs") or {}
-    for job in section.get("jobs") or []:
+                    "job_id": actor.get("job_id"), "runtime_env": env, "reason": got["reason"],
+                    "nodes": got["nodes"], "agent_log": got["agent_log"]}, _FIX)
+
+
+def _jobs(snap, params):
+    for job in snap.field("runtime_envs", "jobs") or []:
         env = job.get("runtime_env")
-        nodes = _nodes_that_failed(snap, env)
-        reason = next((f.get("reason") for _, f in nodes if f.get("reason")), None) or reason_in(
-            job.get("message") or "")
+        got = _setup_failure(snap, env, job.get("message"))
         name = job.get("submission_id") or job.get("job_id")
-        where = f" on {_where(snap, [n for n, _ in nodes])}" if nodes else ""
         pending = job.get("status") == "PENDING"
         if pending and (job.get("pending_s") or 0) < params["pending_warn_s"]:
             continue  # every job with a runtime_env waits a little while it is built
-        yield (warn if pending else fail)(
-            f"job:{name}",
-            f"job {name} " + (f"has waited {job.get('pending_s'):.0f}s for its runtime_env" if pending
-                              else "failed: its runtime_env")
-            + f" ({_asked(env)})" + (" to be set up" if pending else " could not be set up")
-            + f"{where}: {reason or job.get('message') or 'no reason recorded'}",
+        yield (warn if pending else fail)(f"job:{name}", (_JOB_PENDING if pending else _JOB_FAILED).format(
+            name=name, pending=job.get("pending_s") or 0, asked=_asked(env), where=got["where"],
+            reason=got["reason"] or job.get("message") or _NO_REASON),
             {"submission_id": job.get("submission_id"), "job_id": job.get("job_id"),
-             "status": job.get("status"), "runtime_env": env, "reason": reason,
-             "nodes": [n for n, _ in nodes], "agent_log": [f for _, f in nodes]},
-            _FIX)
-    for task in section.get("tasks") or []:
+             "status": job.get("status"), "runtime_env": env, "reason": got["reason"],
+             "nodes": got["nodes"], "agent_log": got["agent_log"]}, _FIX)
+
+
+def _tasks(snap):
+    for task in snap.field("runtime_envs", "tasks") or []:
         env = task.get("runtime_env")
-        nodes = _nodes_that_failed(snap, env)
-        reason = next((f.get("reason") for _, f in nodes if f.get("reason")), None) or reason_in(
-            task.get("message") or "")
-        where = f" on {_where(snap, [n for n, _ in nodes])}" if nodes else ""
-        yield fail(f"task:{task['task_id']}",
-                   f"task {task.get('name') or task.get('func_or_class_name')} failed: its "
-                   f"runtime_env ({_asked(env)}) could not be set up{where}: {reason or 'no reason recorded'}",
+        got = _setup_failure(snap, env, task.get("message"))
+        yield fail(f"task:{task['task_id']}", _TASK.format(
+            name=task.get("name") or task.get("func_or_class_name"), asked=_asked(env),
+            where=got["where"], reason=got["reason"] or _NO_REASON),
                    {"task_id": task["task_id"], "job_id": task.get("job_id"), "runtime_env": env,
-                    "reason": reason, "nodes": [n for n, _ in nodes],
-                    "agent_log": [f for _, f in nodes]}, _FIX)
+                    "reason": got["reason"], "nodes": got["nodes"], "agent_log": got["agent_log"]},
+                   _FIX)

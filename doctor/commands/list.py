@@ -1,4 +1,4 @@
-"""`rldoctor list`: every check with its code, name, area, origin and what it finds."""
+"""`rldoctor list`: every check with its code, name, area, lifecycle, origin and what it finds."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ def list_checks() -> tuple[str, list[str]]:
     from rldoctor.engine.registry import load_registry
 
     registry = load_registry()
-    rows = [[c.code, c.name, c.area, c.origin, textwrap.shorten(c.summary, 70, placeholder=" ...")]
-            for c in registry.checks]
-    table = tabulate(rows, headers=["code", "name", "area", "origin", "finds"], tablefmt="simple")
+    rows = [[c.code, c.name, c.area, c.origin, c.lifecycle,
+             textwrap.shorten(c.summary, 70, placeholder=" ...")] for c in registry.checks]
+    table = tabulate(rows, headers=["code", "name", "area", "origin", "lifecycle", "finds"],
+                     tablefmt="simple")
     return table, [f"note: {problem}" for problem in registry.problems]
 
 

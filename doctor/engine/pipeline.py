@@ -197,10 +197,12 @@ class Diagnosis:
         return results
 
     def _parts(self, report: Report, snap, results) -> None:
-        if snap.has("training"):
-            from rldoctor.report.training import summarize
+        from rldoctor.report import sections
 
-            report.training = summarize(snap["training"], report.findings)
+        for declared in sections.found():  # the Training part, and every section declared there
+            value = declared.build(snap, report)
+            if value is not None:
+                report.parts[declared.name] = value
         if snap.has("nodes") or snap.collector("nodes"):  # a cluster was examined, or tried
             from rldoctor.report.overview import build
 

@@ -31,6 +31,12 @@ LINT_RULES_PACKAGE = "rldoctor.lint.rules"  # the `code` area: one module per li
 CHECK_PACKAGES = (CHECKS_PACKAGE, LINT_RULES_PACKAGE)  # the packages the registry scans
 LINT_AREA = "code"  # checks of source files: `rldoctor lint` runs them, `rldoctor check` does not
 PREFLIGHT_AREA = "preflight"  # a training before it is submitted: `rldoctor preflight` runs them
+# A code's lifecycle (ruff's model): `stable` once its findings, wording and bars are settled;
+# `preview` while they may still change between releases. Both run; `list` and `explain` say
+# which. A code is never reused either way.
+LIFECYCLES = {"stable": "its findings, wording and bars are settled",
+              "preview": "its findings, wording and bars may still change between releases; its "
+                         "code will not be reused"}
 
 
 @dataclass
@@ -44,6 +50,7 @@ class Check:
     timeout_s: float | None = None
     origin: str = "rldoctor"
     rule_table: Callable[[], dict[str, "Rule"]] | None = None  # a check whose findings are rows
+    lifecycle: str = "stable"  # a key of LIFECYCLES
 
     @property
     def rules(self) -> dict[str, "Rule"]:
@@ -75,9 +82,12 @@ class Rule:
 
 def check(code: str, name: str, area: str, requires: Iterable[str] = (),
           params: dict[str, Any] | None = None, timeout_s: float | None = None,
-          rules: Callable[[], dict[str, Rule]] | None = None):
+          rules: Callable[[], dict[str, Rule]] | None = None, lifecycle: str = "stable"):
     """Declare a check. The decorated function is `(snapshot, params) -> Iterable[Finding]`.
-    `rules` returns the rows a check reports by (read only when asked for)."""
+    `rules` returns the rows a check reports by (read only when asked for); `lifecycle` is
+    `stable` or `preview` (LIFECYCLES)."""
+    if lifecycle not in LIFECYCLES:
+        raise ValueError(f"check {code}: lifecycle {lifecycle!r} is not one of {', '.join(LIFECYCLES)}")
     if not CODE_RE.match(code):
         raise ValueError(f"check code {code!r} must look like RLD101")
     if not NAME_RE.match(name):
@@ -85,7 +95,8 @@ def check(code: str, name: str, area: str, requires: Iterable[str] = (),
 
     def wrap(func):
         return Check(code=code, name=name, area=area, requires=tuple(requires), func=func,
-                     params=dict(params or {}), timeout_s=timeout_s, rule_table=rules)
+                     params=dict(params or {}), timeout_s=timeout_s, rule_table=rules,
+                     lifecycle=lifecycle)
 
     return wrap
 

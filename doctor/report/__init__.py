@@ -7,5 +7,7 @@
     timeline.py   the incident timeline (events from rldoctor.failure_chains)
     smoke.py      the smoke run's figures
     basis.py      what the input let the report judge (JSON `verdict_basis`)
-    render/       one renderer per output format (RENDERERS; a new format is one module there)
+    sections/     the report sections declared with @report_section (the Training part), found
+    render/       one renderer per output format, declared with @output_format and found
+                  (RENDERERS; a new format is one module there)
 """

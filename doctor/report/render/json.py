@@ -7,6 +7,8 @@ import math
 
 from rldoctor import __version__
 from rldoctor.model import Report
+from rldoctor.report import sections
+from rldoctor.report.render.formats import output_format
 
 SCHEMA = "rldoctor.report/v1"
 
@@ -25,8 +27,9 @@ def report_document(report: Report) -> dict:
         doc["verdict_basis"] = report.basis
     if report.figures:
         doc["figures"] = report.figures
-    if report.training is not None:
-        doc["training"] = report.training
+    for declared in sections.found():  # the Training part and every declared section
+        if report.parts.get(declared.name) is not None:
+            doc[declared.name] = declared.to_json(report.parts[declared.name])
     if report.cluster is not None:
         doc["cluster"] = report.cluster
         if report.cluster.get("autoscaler") is not None:
@@ -49,6 +52,7 @@ def finite(value):
     return value
 
 
+@output_format("json", order=10)
 def render_json(report: Report) -> str:
     return json.dumps(finite(report_document(report)), indent=2, default=str,
                       allow_nan=False) + "\n"

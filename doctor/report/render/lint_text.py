@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rldoctor.model import Report
 from rldoctor.install import NO_RAY_HERE
+from rldoctor.report.render.formats import output_format
 from rldoctor.report.render.text import mute_text
 from rldoctor.words import shorten
 
@@ -36,6 +37,7 @@ def side_notes(report: Report) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@output_format("text", aliases=("table",), reports=False, order=0)
 def render_lint_text(report: Report, problems: list[dict] | None = None) -> str:
     """The lint report; `problems` (default: the report's `not_linted`) are the inputs not linted."""
     problems = report.not_linted if problems is None else problems

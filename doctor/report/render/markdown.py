@@ -15,6 +15,8 @@ import re
 
 from rldoctor.model import Report
 from rldoctor.redact import redact
+from rldoctor.report import sections
+from rldoctor.report.render.formats import output_format
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
                                          input_lines, source_line, status_word,
                                          summary_line, timeline_headline)
@@ -62,6 +64,7 @@ def _finding(f) -> list[str]:
     return out
 
 
+@output_format("markdown", order=20)
 def render_markdown(report: Report) -> str:
     out = [f"## rldoctor report: {status_word(report)}", "",
            f"Source: {_code(source_line(report).strip())}  ", _cell(summary_line(report)),
@@ -71,18 +74,9 @@ def render_markdown(report: Report) -> str:
         from rldoctor.report.render.overview import markdown_lines
 
         out += ["### Cluster", ""] + markdown_lines(report.cluster, _cell) + [""]
-    if report.training is not None:
-        from rldoctor.report.render.training import headline, member_line
-        from rldoctor.report.training import not_fine
-
-        out += [f"### Training ({len(report.training)} found)", ""]
-        if not report.training:
-            out.append("No RLlib env runner, learner or algorithm actor on the cluster.")
-        for t in report.training:
-            out.append(f"- {_cell(headline(t))}")
-            out += [f"  - {_cell(member_line(m))}"
-                    for m in t.get("runners", []) + t.get("learner_actors", []) if not_fine(m, t.get("long_call_s"))]
-        out.append("")
+    for declared in sections.found():  # the Training part and every declared section
+        if report.parts.get(declared.name) is not None:
+            out += declared.markdown(report.parts[declared.name], _cell) + [""]
     findings = report.active_findings
     out += [f"### Findings ({len(findings)})", ""]
     if not findings:

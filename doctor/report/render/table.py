@@ -8,6 +8,8 @@ import textwrap
 
 from rldoctor.model import Report
 from rldoctor.redact import redact
+from rldoctor.report import sections
+from rldoctor.report.render.formats import output_format
 from rldoctor.report.render.text import (checks_line, folded_codes, mute_text, shown_checks,
                                          input_lines, source_line, summary_line,
                                          timeline_headline)
@@ -23,6 +25,7 @@ def _wrap(text: str, indent: str) -> str:
                          break_on_hyphens=False, break_long_words=False)
 
 
+@output_format("table", aliases=("text",), lint=False, order=0)
 def render_table(report: Report) -> str:
     out = [f"rldoctor report for {source_line(report)}", summary_line(report),
            *input_lines(report), ""]
@@ -30,13 +33,9 @@ def render_table(report: Report) -> str:
         from rldoctor.report.render.overview import table_lines
 
         out += table_lines(report.cluster) + [""]
-    if report.training is not None:
-        from rldoctor.report.render.training import block_lines
-
-        lines = block_lines(report.training)
-        out += [f"Training ({len(report.training)} found):"] + \
-            ["  " + line for line in lines or ["none: no RLlib env runner, learner or algorithm "
-                                               "actor on the cluster"]] + [""]
+    for declared in sections.found():  # the Training part and every declared section
+        if report.parts.get(declared.name) is not None:
+            out += declared.table(report.parts[declared.name]) + [""]
     findings = report.active_findings
     if findings:
         out += [f"Findings ({len(findings)}):"]
