@@ -3,17 +3,17 @@
 Fills two snapshot sections: `versions` (Ray, Python, RLlib, torch, gymnasium on
 the driver and every node) and `hosts` (memory, kernel OOM kills, Ray's memory
 monitor settings, object store placement, /dev/shm, the listening ports, and the disks,
-open-files limits and Ray's own log lines of probes.node_limits_here).
+open-files limits and Ray's own log lines: every node-side fact, rldoctor.node.facts).
 """
 
 from __future__ import annotations
 
-from rldoctor.node import probes
+from rldoctor.node.fact_versions import versions_here
 from rldoctor.cluster.sections import section
 
 
 def versions_section(fleet) -> dict:
-    return {"driver": probes.versions_here(),
+    return {"driver": versions_here(),
             "nodes": {nid: f["versions"] for nid, f in fleet.facts.items()},
             "failed": dict(fleet.failed)}
 
