@@ -16,7 +16,8 @@ lines users pasted in public issue threads (named in fixtures/userlogs/*/SOURCE)
 `code` "by-process" means the code follows the process that wrote the line: a raylet's or
 the GCS's crash is a node's death (RLD101), a worker's is a worker crash (RLD403).
 
-Standard library only: the client-only install reads logs too.
+Standard library only: the client-only install reads logs too, and the probes read a live
+node's logs with it (rldoctor.node.fact_ray_logs), pickled by value onto the nodes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Where a line is written (the reader's file kinds, rldoctor.inputs.logdir.files).
+# Where a line is written (the readers' file kinds, rldoctor.raylog.kinds).
 WORKER = ("worker", "core_worker", "console-worker")
 DRIVER = ("job_driver", "core_driver", "console", "other")
 RAYLET = ("raylet", "console-raylet")
