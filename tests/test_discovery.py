@@ -252,16 +252,20 @@ def test_a_node_side_fact_declared_twice_is_an_error(tmp_path, monkeypatch):
 
 def test_node_side_facts_travel_by_value_to_a_node_without_rldoctor(tmp_path):
     """What the probe reads on a node is pickled by value with what was found here: a Python
-    that cannot import rldoctor reads every fact, the snapshot's host keys and no other."""
+    that cannot import rldoctor reads every fact, the snapshot's host keys and no other, and
+    reads a node's Ray log with the catalogue of Ray's lines (rldoctor.raylog) all the same."""
     import subprocess
     import sys
 
     import ray.cloudpickle
 
     from rldoctor.node import facts, probes
+    from rldoctor.node.fact_ray_logs import read_logs
 
     probes.register()
-    (tmp_path / "facts.pkl").write_bytes(ray.cloudpickle.dumps((facts.read_facts, facts.found)))
+    (tmp_path / "facts.pkl").write_bytes(ray.cloudpickle.dumps((facts.read_facts, facts.found,
+                                                               read_logs)))
+    raylet_log = FIXTURES / "userlogs" / "disk-full-raylet" / "logs" / "raylet.out"
     code = (
         "import json, pickle, sys\n"
         "class NoRldoctor:\n"
@@ -270,12 +274,16 @@ def test_node_side_facts_travel_by_value_to_a_node_without_rldoctor(tmp_path):
         "            raise ImportError('rldoctor is not installed on this node')\n"
         "sys.meta_path.insert(0, NoRldoctor())\n"
         "import ray.cloudpickle\n"
-        "read, found = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "read, found, read_logs = pickle.loads(open(sys.argv[1], 'rb').read())\n"
         "out = read(found())\n"
+        "logs = read_logs([('raylet', sys.argv[2])])\n"
         "assert not [m for m in sys.modules if m.startswith('rldoctor')], 'rldoctor imported'\n"
-        "print(json.dumps({'host': sorted(out['host']), 'versions': out['versions']['python']}))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "facts.pkl")],
+        "print(json.dumps({'host': sorted(out['host']), 'versions': out['versions']['python'],\n"
+        "                  'signals': sorted(logs['signals']),\n"
+        "                  'codes': [h['code'] for h in logs['log_lines']['items']]}))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "facts.pkl"), str(raylet_log)],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(answer["host"]) == HOST_KEYS and answer["versions"]
+    assert answer["signals"] == ["disk_over_capacity"] and answer["codes"] == ["RLD305"]

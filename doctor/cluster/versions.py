@@ -19,7 +19,16 @@ def versions_section(fleet) -> dict:
 
 
 def hosts_section(fleet) -> dict:
-    return {nid: f["host"] for nid, f in fleet.facts.items()}
+    """Each node's host facts; the hits of its Ray lines go to the `log_lines` section
+    (rldoctor.cluster.log_lines), not here a second time."""
+    return {nid: _without_hits(f["host"]) for nid, f in fleet.facts.items()}
+
+
+def _without_hits(host: dict) -> dict:
+    logs = host.get("ray_logs")
+    if not isinstance(logs, dict) or "log_lines" not in logs:
+        return host
+    return {**host, "ray_logs": {k: v for k, v in logs.items() if k != "log_lines"}}
 
 
 @section("versions", needs=("probe_followup",), record_of="probes")

@@ -5,7 +5,8 @@ listen on, from the node's own socket table. Standard library only, read from /p
 from __future__ import annotations
 
 from rldoctor.node.facts import fact
-from rldoctor.node.processes import _cmdline, _flags, _raylet_above, node_processes, process_name
+from rldoctor.node.processes import (_cmdline, _flags, _raylet_above, node_processes,
+                                     process_name)
 
 # What listens on a node: its own socket table, limited to the node's Ray processes.
 LISTENING_DEADLINE_S = 2.0

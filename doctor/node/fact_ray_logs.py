@@ -1,25 +1,27 @@
-"""The node-side fact `ray_logs` (RLD106, RLD107, RLD305, RLD404): what Ray's own logs on the
-node say, read from the tails of the logs its raylet, GCS and runtime env agent hold open.
-Standard library only.
+"""The node-side fact `ray_logs` (RLD106, RLD107, RLD305, RLD404 and every code a line of Ray's
+proves): what Ray's own logs on the node say, read from the tails of the logs its raylet, GCS
+and runtime env agent hold open, against the catalogue of Ray's lines that `check --from`
+reads a dead cluster's logs with (rldoctor.raylog): the same lines give the same hits
+(`log_lines`, which the live snapshot gathers into its own `log_lines` section) and the
+counts the live checks read (`signals`: the catalogue's entries that name one). Standard
+library only; the catalogue travels by value with the probes.
 """
 
 from __future__ import annotations
 
 from rldoctor.node.fact_open_files import OPEN_FILES_DEADLINE_S
 from rldoctor.node.facts import fact
-from rldoctor.node.processes import _cmdline, _raylet_above, node_processes, open_files_of
+from rldoctor.node.processes import _cmdline, _flags, _raylet_above, node_processes, open_files_of
+from rldoctor.raylog import catalogue as C
+from rldoctor.raylog.hits import AsIs, Hits, NodeFacts, Source, section
+from rldoctor.raylog.kinds import kind_of
 
-# What Ray's own logs on this node say (RLD106, RLD107, RLD404): the tails of the log files
-# its raylet, GCS and runtime env agent hold open, matched against Ray's own words.
+# The tails of the log files a node's raylet, GCS and runtime env agent hold open: as much
+# as `check --from` reads line by line of a file (rldoctor.inputs.logdir.scan.SMALL_BYTES).
 LOG_TAIL_BYTES = 256 * 1024
-RAY_LOG_PATTERNS = {
-    "workers_not_registered": "have not registered within the timeout",
-    "no_available_ports": "No available ports",
-    "too_many_open_files": "Too many open files",
-    "disk_over_capacity": "Object creation will fail if spilling is required",
-}
-RUNTIME_ENV_FAILED = "Failed to create runtime env"
 LOG_LINES_KEPT = 3
+# The runtime env agent's line that starts a failure's story (its catalogue entry's words).
+RUNTIME_ENV_FAILED = C.BY_ID["runtime-env-agent"].marker
 
 
 def _open_logs_of(pid: int) -> list:
@@ -45,15 +47,16 @@ def tail_of(path: str, max_bytes: int = LOG_TAIL_BYTES) -> tuple:
     return text, None
 
 
-def log_signals(text: str) -> dict:
-    """{signal: {"count", "lines": the last LOG_LINES_KEPT lines}} of RAY_LOG_PATTERNS in `text`."""
+def log_signals(text: str, kind: str = "raylet") -> dict:
+    """{signal: {"count", "lines": the last LOG_LINES_KEPT lines}} of the catalogue's entries
+    that name a signal (workers_not_registered, no_available_ports, too_many_open_files,
+    disk_over_capacity), in `text` of a file of `kind`."""
     found: dict = {}
     for line in text.splitlines():
-        for key, words in RAY_LOG_PATTERNS.items():
-            if words in line:
-                entry = found.setdefault(key, {"count": 0, "lines": []})
-                entry["count"] += 1
-                entry["lines"] = (entry["lines"] + [line.strip()[:400]])[-LOG_LINES_KEPT:]
+        for key in dict.fromkeys(e.signal for e, _ in C.match(line, kind) if e.signal):
+            entry = found.setdefault(key, {"count": 0, "lines": []})
+            entry["count"] += 1
+            entry["lines"] = (entry["lines"] + [line.strip()[:400]])[-LOG_LINES_KEPT:]
     return found
 
 
@@ -109,10 +112,52 @@ def runtime_env_summary(env) -> dict:
     return out
 
 
+def read_logs(files: list, node_id: str | None = None, ip: str | None = None) -> dict:
+    """What Ray's lines in `files` ([(role, path)], role None for a file of no known process)
+    say: {"signals", "runtime_env_failures", "files", "errors", "log_lines"}. `log_lines` is
+    the snapshot section `check --from` builds of the same files (its `items`: the hits)."""
+    import os
+
+    hits = Hits(NodeFacts(node_id, ip), AsIs())
+    out: dict = {"signals": {}, "runtime_env_failures": [], "files": [], "errors": []}
+    kinds: dict = {}
+    read = []
+    for role, path in files:
+        name = os.path.basename(path)
+        text, error = tail_of(path)
+        if error:
+            out["errors"].append(error)
+            continue
+        out["files"].append({"role": role, "file": name})
+        kind, meta = kind_of(name)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        read.append((role, Source(name, kind, meta), text, text.splitlines()))
+        hits.learn(read[-1][3], read[-1][1])
+    for role, source, text, lines in read:
+        hits.lines(lines, source, node_id)
+        if role == "runtime_env_agent":
+            out["runtime_env_failures"] += runtime_env_failures(text)
+        else:
+            for key, found in log_signals(text, source.kind).items():
+                found["file"] = source.rel
+                out["signals"].setdefault(key, found)
+    out["log_lines"] = section(hits.hits, len(out["files"]), kinds)
+    return out
+
+
+def _node_id() -> str | None:
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # not in a Ray worker: the lines name their node themselves, or not
+        return None
+
+
 @fact("ray_logs")
 def ray_logs_here() -> dict:
-    """Ray's own words on this node: RAY_LOG_PATTERNS in the tails of the logs its raylet and
-    (on the head) GCS hold open, and the runtime env agent's failures. Never raises."""
+    """Ray's own words on this node: the catalogue's lines in the tails of the logs its raylet
+    and (on the head) GCS hold open, and the runtime env agent's failures. Never raises."""
     import os
     import time
 
@@ -121,7 +166,9 @@ def ray_logs_here() -> dict:
     raylet = _raylet_above(os.getpid())
     if not raylet:
         return {**out, "status": "unavailable", "why": "this probe is not a descendant of a raylet"}
-    roles, _, order = node_processes(raylet, _cmdline(raylet), started + OPEN_FILES_DEADLINE_S)
+    args = _cmdline(raylet)
+    roles, _, order = node_processes(raylet, args, started + OPEN_FILES_DEADLINE_S)
+    files = []
     for pid in order:
         role = roles[pid]
         if role not in ("raylet", "gcs", "runtime_env_agent"):
@@ -132,16 +179,7 @@ def ray_logs_here() -> dict:
                 continue  # the agent's inherited stdout and stderr are the raylet's files
             if name.endswith(".log") and role != "runtime_env_agent":
                 continue
-            text, error = tail_of(path)
-            if error:
-                out["errors"].append(error)
-                continue
-            out["files"].append({"role": role, "file": name})
-            if role == "runtime_env_agent":
-                out["runtime_env_failures"] += runtime_env_failures(text)
-            else:
-                for key, found in log_signals(text).items():
-                    found["file"] = name
-                    out["signals"].setdefault(key, found)
+            files.append((role, path))
+    out.update(read_logs(files, _node_id(), _flags(args).get("node_ip_address")))
     out["duration_s"] = round(time.monotonic() - started, 3)
     return out

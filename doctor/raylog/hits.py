@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 
 from rldoctor.raylog import catalogue as C
 from rldoctor.raylog.kinds import SCAN_ONLY
@@ -29,6 +30,18 @@ _WRAPPERS = {"RayTaskError", "RayActorError", "ActorDiedError", "ActorUnavailabl
              "TaskFailedError", "TrialError", "TuneError"}
 _EXCEPTION_KINDS = ("exception",)
 _EXPECTED_DEATHS = ("EXPECTED_TERMINATION", "AUTOSCALER_DRAIN_IDLE")
+_ACTOR_NAME = re.compile(r":actor_name:(\S+)")  # what Ray prints first in an actor's worker files
+ACTOR_NAME_LINES = 400
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file read: its name as the report shows it, its kind (kinds.py) and what its name
+    says (worker id, pid, job); rldoctor.inputs.logdir.files.LogFile is one too."""
+
+    rel: str
+    kind: str
+    meta: dict = field(default_factory=dict)
 
 
 def unmarked(log) -> bool:
@@ -64,9 +77,20 @@ class Hits:
         self.hits: list[dict] = []
         self.by_key: dict[tuple, dict] = {}
 
+    def learn(self, lines: list, log) -> None:
+        """What a worker's own file says first: the actor class it runs (`:actor_name:`), which
+        names the worker in every line that names its id. A reader of several files learns
+        from all of them before it reads their lines."""
+        wid = (log.meta or {}).get("wid")
+        if wid and wid not in self.facts.worker_class:
+            named = next((m for m in map(_ACTOR_NAME.match, lines[:ACTOR_NAME_LINES]) if m), None)
+            if named:
+                self.facts.worker_class[wid] = named.group(1)
+
     def lines(self, lines: list, log, node_id: str | None) -> None:
         """Read the lines of one file (`log`: its `rel` name, `kind` and `meta`)."""
         stderr_like = unmarked(log)
+        self.learn(lines, log)
         for i, raw in enumerate(lines):
             text = raw.rstrip()
             if not text:

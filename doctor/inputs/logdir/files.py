@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from rldoctor.errors import Undiagnosable
-from rldoctor.raylog.kinds import SCAN_ONLY, classify, kind_of  # noqa: F401 (F.kind_of, F.SCAN_ONLY)
+from rldoctor.raylog.kinds import classify, kind_of
 
 HEAD_BYTES = 256 * 1024  # the start of every file: process identity, Ray version
 DEFAULT_FILE_BUDGET = 32 * 2**20  # bytes read from the end of one file
