@@ -52,7 +52,10 @@ def log_signals(text: str, kind: str = "raylet") -> dict:
     that name a signal (workers_not_registered, no_available_ports, too_many_open_files,
     disk_over_capacity), in `text` of a file of `kind`."""
     found: dict = {}
+    markers = {e.marker for e in C.ENTRIES if e.signal}
     for line in text.splitlines():
+        if not any(marker in line for marker in markers):
+            continue
         for key in dict.fromkeys(e.signal for e, _ in C.match(line, kind) if e.signal):
             entry = found.setdefault(key, {"count": 0, "lines": []})
             entry["count"] += 1
