@@ -82,3 +82,25 @@ def test_the_live_signals_are_catalogue_entries_and_give_hits_too(tmp_path, key,
     [hit] = read["log_lines"]["items"]
     assert hit["code"] == "RLD106" and hit["names"]["node_id"] == "ab" * 28
     assert hit["names"]["ip"] == "10.0.0.7"
+
+
+def test_the_live_section_gathers_every_nodes_hits_but_what_a_live_check_tells():
+    """The live `log_lines` section: each node's hits, in the logs' time; a runtime_env failure
+    the node's probe also read from its agent's log (RLD404 names each actor, task and job from
+    it) is not told twice."""
+    from rldoctor.cluster.log_lines import gathered
+
+    case = FIXTURES / "userlogs" / "runtime-env-agent-log"
+    [session] = _nodes(case)
+    read = read_on_the_node([(None, f.path) for f in session.files])
+    assert {h["kind"] for h in read["log_lines"]["items"]} >= {"runtime-env"}
+    disk = read_on_the_node([(None, str(FIXTURES / "userlogs" / "disk-full-raylet" / "logs" /
+                                          "raylet.out"))], node_id="cd" * 28)
+    facts = {"ab" * 28: {"host": {"ray_logs": read}}, "cd" * 28: {"host": {"ray_logs": disk}}}
+    section = gathered(facts)
+    assert sorted(h["code"] for h in section["items"]) == sorted(
+        ["RLD305"] + [h["code"] for h in read["log_lines"]["items"]])
+    times = [h["time"] for h in section["items"]]
+    assert times == sorted(times) and section["files"] == 2
+    read["runtime_env_failures"] = [{"what": {"pip": ["x"]}}]  # what the agent's log says
+    assert [h["code"] for h in gathered(facts)["items"]] == ["RLD305"]

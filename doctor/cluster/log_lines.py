@@ -15,15 +15,23 @@ from rldoctor.raylog.hits import MAX_HITS
 from rldoctor.raylog.hits import section as lines_section
 
 
+# Hits a live check already tells from the same lines: RLD404 reads the runtime env agent's
+# failures of the node (`ray_logs.runtime_env_failures`) and names each actor, task and job.
+TOLD_LIVE = {"runtime-env": "runtime_env_failures"}
+
+
 def gathered(facts: dict) -> dict:
-    """The `log_lines` section of the probes' answers ({node id: facts}): every node's hits,
-    the newest MAX_HITS when there are more."""
+    """The `log_lines` section of the probes' answers ({node id: facts}): every node's hits
+    but those its live reading already tells (TOLD_LIVE), the newest MAX_HITS when there are
+    more."""
     items, files, kinds = [], 0, {}
     for node_id in sorted(facts):
-        read = (((facts[node_id] or {}).get("host") or {}).get("ray_logs") or {}).get("log_lines")
+        logs = ((facts[node_id] or {}).get("host") or {}).get("ray_logs") or {}
+        read = logs.get("log_lines")
         if not isinstance(read, dict):
             continue
-        items += read.get("items") or []
+        items += [h for h in read.get("items") or []
+                  if not logs.get(TOLD_LIVE.get(h.get("kind"), ""))]
         files += read.get("files") or 0
         for kind, count in (read.get("kinds") or {}).items():
             kinds[kind] = kinds.get(kind, 0) + count
