@@ -55,7 +55,7 @@ def run_isolated(directory: Path) -> tuple[float, float, dict, float]:
 
 def _pad(path: Path, target_bytes: int) -> None:
     """Grow `path` to about `target_bytes` with its own ordinary lines, in its middle."""
-    from rldoctor.inputs.logdir.lines import wanted
+    from rldoctor.raylog.lines import wanted
 
     lines = path.read_text(errors="replace").splitlines(keepends=True)
     plain = [line for line in lines if not wanted(line)] or ["[2026-12-03 08:05:00,000 I 1 1] "

@@ -14,6 +14,8 @@ By where the code runs (docs/architecture.md has every module, tests/test_layeri
                       dashboard path's job (shipped to the cluster)
     dashboard/        the client side of the dashboard address (HTTP only)
     inputs/           inputs that need no cluster (--run, --target, --from files and log dirs)
+    raylog/           Ray's own log lines: the catalogue and its line reader, stdlib-only and
+                      shared by --from, the bundle reader and the probes on live nodes
     bundle/           the incident bundle; lint/ `rldoctor lint`; watch/ `rldoctor watch`
     snapshot.py, snapshot_shape.py, jsonread.py, shape.py   reading a snapshot file within bounds,
                       its shape and per-node views; snapshot_document.py the document the

@@ -692,7 +692,7 @@ def timeline_events(data: dict, limit: int = TIMELINE_LIMIT) -> list[dict]:
                 lambda ev, label=label: ev.get("message") or label, e)
     for hit in ((data.get("log_lines") or {}).get("items") or [])[:200]:
         if not isinstance(hit, dict) or hit.get("consequence") or hit.get("time") is None:
-            continue  # Ray's own lines (rldoctor.inputs.logdir.catalogue), in the logs' time
+            continue  # Ray's own lines (rldoctor.raylog.catalogue), in the logs' time
         names = hit.get("names") or {}
         subject = (f"node:{names['node_id']}" if names.get("node_id") else
                    f"ip:{names['ip']}" if names.get("ip") else f"file:{hit.get('file')}")

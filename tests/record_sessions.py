@@ -6,7 +6,7 @@ Each scenario starts a real cluster whose nodes each keep their own --temp-dir (
 do), submits a PPO job (tests/ppo_job.py) with `ray job submit` that really fails, waits
 until Ray recorded the end, copies every node's session directory (node0 = the head)
 before the cluster is stopped, and trims the copy: every file name stays, each file
-keeps its first lines, the lines the log reader looks for (rldoctor.inputs.logdir.lines.wanted)
+keeps its first lines, the lines the log reader looks for (rldoctor.raylog.lines.wanted)
 and its last lines. The findings expected of each session live beside it in
 fixtures/sessions/<name>.expected.json, written by hand after reading the session.
 `gather()` and `run_failing_job()` are also what the e2e test uses.
@@ -146,8 +146,8 @@ def _not_logs(directory: str, names: list[str]) -> list[str]:
 def trim(raw: Path, out: Path) -> None:
     """Copy `raw` to `out`: the files the log reader reads (and the session's port files,
     which name its node), each cut to its first and last lines and the lines it looks for."""
-    from rldoctor.inputs.logdir.files import classify
-    from rldoctor.inputs.logdir.lines import wanted
+    from rldoctor.raylog.kinds import classify
+    from rldoctor.raylog.lines import wanted
 
     if out.exists():
         shutil.rmtree(out)

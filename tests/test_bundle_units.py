@@ -99,14 +99,14 @@ def test_no_user_code_no_user_frames():
 
 
 def test_probe_stack_of_a_missing_pid_fails_with_a_reason():
-    from rldoctor.node.probes import py_spy_dump
+    from rldoctor.node.py_spy import py_spy_dump
 
     reply = py_spy_dump(2**22 + 12345, 1.0)
     assert reply["status"] == "failed" and "no such process" in reply["error"]
 
 
 def test_probe_stack_of_a_live_process_takes_milliseconds(tmp_path):
-    from rldoctor.node.probes import py_spy_dump
+    from rldoctor.node.py_spy import py_spy_dump
 
     script = tmp_path / "my_env.py"
     script.write_text("import time\nclass MyEnv:\n    def step(self):\n        while True:\n"

@@ -12,7 +12,8 @@ import pytest
 from conftest import FIXTURES, run_rldoctor
 from rldoctor.checks._endpoints import kind_of, reach
 from rldoctor.checks.security.exposure import auth_disabled, exposed_endpoint
-from rldoctor.node import probes
+from rldoctor.node import fact_listening
+from rldoctor.node import processes
 from rldoctor.model import Note, Severity
 from rldoctor.snapshot import Snapshot
 
@@ -185,13 +186,13 @@ def test_socket_table_reading_finds_a_real_listening_socket():
         v4.listen()
         v6.bind(("::", 0))
         v6.listen()
-        table = set(probes._tcp_listeners().values())
+        table = set(fact_listening._tcp_listeners().values())
         assert ("127.0.0.1", v4.getsockname()[1]) in table
         assert ("::", v6.getsockname()[1]) in table
 
 
 def test_probe_outside_a_raylet_says_so():
-    table = probes.listening_here()
+    table = fact_listening.listening_here()
     assert table["status"] == "unavailable" and "raylet" in table["why"]
     assert "127.0.0.1" in table["host_addresses"]
 
@@ -211,7 +212,7 @@ def test_probe_outside_a_raylet_says_so():
     (["/usr/bin/nginx", "-g", "daemon off;"], None, "nginx"),
 ])
 def test_ray_processes_are_told_apart_by_their_command_line(args, role, name):
-    assert probes.ray_role(args) == role and probes.process_name(args) == name
+    assert processes.ray_role(args) == role and processes.process_name(args) == name
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "json"])

@@ -7,11 +7,13 @@ one of those places is forgotten; and a new wait on the probes' answers uses the
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import tomllib
 from pathlib import Path
 
 import click
+import pytest
 
 from conftest import FIXTURES, run_rldoctor
 from rldoctor import cli
@@ -208,3 +210,80 @@ def test_raylet_addresses_come_from_the_nodes_section():
     with pool:
         assert {n: f.result(timeout=5) for n, f in futures.items()} == {
             "a": "10.0.0.1:4000", "c": "10.0.0.3:4002"}
+
+
+# The host keys a probe's answer holds (the snapshot's hosts.<id>, ../shared/DESIGN.md): the
+# node-side facts found in rldoctor.node, read on the node.
+HOST_KEYS = {"hostname", "mem_total_bytes", "mem_available_bytes", "memory_limit",
+             "kernel_oom_kills", "cgroup_oom_kills", "memory_monitor", "shm_total_bytes",
+             "shm_free_bytes", "raylet", "kernel_oom_log", "listening", "disk", "open_files",
+             "ray_logs"}
+
+
+def test_a_new_node_side_fact_module_is_found_without_being_listed(tmp_path, monkeypatch):
+    """A newcomer adds a node-side fact by adding one module to rldoctor.node: node_facts'
+    reading finds it (and keeps every fact it found before)."""
+    import rldoctor.node as package
+    from rldoctor.node import facts
+
+    (tmp_path / "fact_newcomer.py").write_text(
+        "from rldoctor.node.facts import fact\n\n"
+        "@fact('newcomer')\n"
+        "def newcomer_here() -> dict:\n"
+        "    return {'status': 'ok', 'said': 42}\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    monkeypatch.setattr(facts, "FOUND", {})
+    read = facts.read_facts(facts.found())
+    assert read["host"]["newcomer"] == {"status": "ok", "said": 42}
+    assert set(read["host"]) == HOST_KEYS | {"newcomer"} and "versions" in read
+
+
+def test_a_node_side_fact_declared_twice_is_an_error(tmp_path, monkeypatch):
+    import rldoctor.node as package
+    from rldoctor.node import facts
+
+    (tmp_path / "fact_again.py").write_text(
+        "from rldoctor.node.facts import fact\n\n@fact('disk')\ndef disk_again():\n    return {}\n")
+    monkeypatch.setattr(package, "__path__", [*package.__path__, str(tmp_path)])
+    monkeypatch.setattr(facts, "FOUND", {})
+    with pytest.raises(ValueError, match="'disk' is declared twice"):
+        facts.found()
+
+
+def test_node_side_facts_travel_by_value_to_a_node_without_rldoctor(tmp_path):
+    """What the probe reads on a node is pickled by value with what was found here: a Python
+    that cannot import rldoctor reads every fact, the snapshot's host keys and no other, and
+    reads a node's Ray log with the catalogue of Ray's lines (rldoctor.raylog) all the same."""
+    import subprocess
+    import sys
+
+    import ray.cloudpickle
+
+    from rldoctor.node import facts, probes
+    from rldoctor.node.fact_ray_logs import read_logs
+
+    probes.register()
+    (tmp_path / "facts.pkl").write_bytes(ray.cloudpickle.dumps((facts.read_facts, facts.found,
+                                                               read_logs)))
+    raylet_log = FIXTURES / "userlogs" / "disk-full-raylet" / "logs" / "raylet.out"
+    code = (
+        "import json, pickle, sys\n"
+        "class NoRldoctor:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'rldoctor' or name.startswith('rldoctor.'):\n"
+        "            raise ImportError('rldoctor is not installed on this node')\n"
+        "sys.meta_path.insert(0, NoRldoctor())\n"
+        "import ray.cloudpickle\n"
+        "read, found, read_logs = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "out = read(found())\n"
+        "logs = read_logs([('raylet', sys.argv[2])])\n"
+        "assert not [m for m in sys.modules if m.startswith('rldoctor')], 'rldoctor imported'\n"
+        "print(json.dumps({'host': sorted(out['host']), 'versions': out['versions']['python'],\n"
+        "                  'signals': sorted(logs['signals']),\n"
+        "                  'codes': [h['code'] for h in logs['log_lines']['items']]}))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "facts.pkl"), str(raylet_log)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(answer["host"]) == HOST_KEYS and answer["versions"]
+    assert answer["signals"] == ["disk_over_capacity"] and answer["codes"] == ["RLD305"]

@@ -17,7 +17,7 @@ import pytest
 import cgroups
 from conftest import check_json, run_rldoctor
 from localcluster import LocalCluster, NodeSpec
-from rldoctor.node.probes import memory_limit_of
+from rldoctor.node.fact_memory import memory_limit_of
 
 pytestmark = [pytest.mark.cluster,
               pytest.mark.skipif(cgroups.unavailable() is not None,

@@ -109,6 +109,17 @@ def test_the_recorded_snapshot_gives_the_same_findings_offline(limited_cluster, 
     healthy = hosts[node1]
     assert [p["soft"] for p in healthy["open_files"]["processes"] if p["role"] == "raylet"] != [1024]
     assert all(fs["used_fraction"] < 0.9 for fs in healthy["disk"]["filesystems"])
+    # Ray's lines the probes read in each node's logs, with the catalogue --from reads with: a
+    # live section of their own (not the hosts' a second time); the full disk's line and the
+    # signal RLD305 reads are one entry of it
+    full = limited_cluster.nodes[2].node_id
+    assert doc["collectors"]["log_lines"]["status"] == "ok", doc["collectors"]
+    assert not [n for n, h in hosts.items() if "log_lines" in (h.get("ray_logs") or {})]
+    said = [h for h in doc["log_lines"]["items"]
+            if h["code"] == "RLD305" and h["names"].get("node_id") == full]
+    if full in hosts:
+        assert bool(said) == bool(hosts[full]["ray_logs"]["signals"].get("disk_over_capacity")), \
+            (said, hosts[full]["ray_logs"])
     offline = run_rldoctor("check", "--from", str(path), "--only", "RLD305,RLD107", "--format", "json")
     assert {(f["code"], f["subject"]) for f in offline.findings()} == {
         ("RLD305", f"node:{limited_cluster.nodes[2].node_id}"),

@@ -122,7 +122,7 @@ def test_a_driver_without_a_script_says_why():
 def test_a_real_py_spy_dump_of_an_algorithm_in_training_step(tmp_path):
     """py-spy prints qualified names (`PPO.training_step`) and full paths: what
     algorithm_in_stack reads, checked on a real process laid out like RLlib's package."""
-    from rldoctor.node.probes import py_spy_dump
+    from rldoctor.node.py_spy import py_spy_dump
 
     package = tmp_path / "site-packages" / "ray" / "rllib" / "algorithms" / "ppo"
     package.mkdir(parents=True)
@@ -146,10 +146,10 @@ def test_a_real_py_spy_dump_of_an_algorithm_in_training_step(tmp_path):
 
 def test_a_node_without_py_spy_says_so(monkeypatch):
     """ray[default] brings py-spy; a node whose Python lacks it gets the reason, not a crash."""
-    from rldoctor.node import probes
+    from rldoctor.node import py_spy
 
-    monkeypatch.setattr(probes, "py_spy_path", lambda: None)
-    reply = probes.py_spy_dump(os.getpid(), 1.0)
+    monkeypatch.setattr(py_spy, "py_spy_path", lambda: None)
+    reply = py_spy.py_spy_dump(os.getpid(), 1.0)
     assert reply["status"] == "failed" and reply["error"].startswith("py-spy missing on the node")
 
 

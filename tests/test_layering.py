@@ -2,7 +2,8 @@
 
     doctor/node/      pickled by value onto the nodes: the standard library, ray (and what the
                       cluster's ray[rllib] brings, for the smoke trainer) and stdlib-only shared
-                      modules (metric_numbers, words), nothing else of rldoctor
+                      modules (metric_numbers, words, raylog: the catalogue of Ray's lines),
+                      nothing else of rldoctor
     doctor/cluster/, doctor/node/, doctor/job/   the cluster side (what the dashboard path
                       ships): of the rest of rldoctor only the stdlib-only SHARED modules below,
                       so never the checks, the reports, the diagnosis pipeline, the commands,
@@ -40,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CLUSTER_SIDE = ("rldoctor.cluster", "rldoctor.node", "rldoctor.job")
 # stdlib-only modules the nodes may import (they travel by value or in the shipped package)
-NODE_SHARED = ("rldoctor.metric_numbers", "rldoctor.words")
+NODE_SHARED = ("rldoctor.metric_numbers", "rldoctor.words", "rldoctor.raylog",
+               "rldoctor.raylog.catalogue", "rldoctor.raylog.hits", "rldoctor.raylog.kinds",
+               "rldoctor.raylog.lines")
 # what the cluster's own ray[default,rllib] installs: the smoke trainer hosts RLlib
 RAY_AND_ITS_OWN = ("ray", "gymnasium", "numpy", "torch")
 # the only modules outside the cluster side that the cluster side may import (exact names):
@@ -48,7 +51,9 @@ RAY_AND_ITS_OWN = ("ray", "gymnasium", "numpy", "torch")
 SHARED = ("rldoctor", "rldoctor.auth_token", "rldoctor.errors", "rldoctor.redact",
           "rldoctor.snapshot_document", "rldoctor.node_state", "rldoctor.metric_numbers",
           "rldoctor.rllib_roles", "rldoctor.words",
-          "rldoctor.bundle", "rldoctor.bundle.manifest", "rldoctor.bundle.writer")
+          "rldoctor.bundle", "rldoctor.bundle.manifest", "rldoctor.bundle.writer",
+          "rldoctor.raylog", "rldoctor.raylog.catalogue", "rldoctor.raylog.hits",
+          "rldoctor.raylog.kinds", "rldoctor.raylog.lines")
 # what a check may read besides the standard library and rldoctor.checks (exact names)
 SNAPSHOT_SIDE = ("rldoctor", "rldoctor.snapshot", "rldoctor.node_state", "rldoctor.words",
                  "rldoctor.metric_numbers", "rldoctor.rllib_roles", "rldoctor.model",

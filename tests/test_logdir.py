@@ -318,7 +318,7 @@ def test_a_directory_without_the_heads_logs_says_what_it_cannot_tell(tmp_path):
 
 def _json_line(raw: str) -> str:
     """A C++ log line as Ray writes it with RAY_BACKEND_LOG_JSON=1."""
-    from rldoctor.inputs.logdir.lines import FIELD, _CPP
+    from rldoctor.raylog.lines import FIELD, _CPP
 
     m = _CPP.match(raw)
     if not m:

@@ -19,7 +19,7 @@ import pytest
 import cgroups
 from conftest import FIXTURES
 from rldoctor.checks.memory.pressure import node_memory_pressure
-from rldoctor.node.probes import memory_limit_of
+from rldoctor.node.fact_memory import memory_limit_of
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 
-from rldoctor.node import probes
+from rldoctor.node import fact_disks
+from rldoctor.node import fact_open_files
+from rldoctor.node import fact_ray_logs
 
 AGENT_LOG = """\
 2026-12-02 06:37:30,001	INFO runtime_env_agent.py:400 -- Creating runtime env
@@ -26,7 +28,7 @@ ray._private.runtime_env.utils.SubprocessCalledProcessError: Run cmd[3] failed w
 
 
 def test_an_agent_failure_keeps_what_was_asked_and_pips_last_error_never_env_vars():
-    [failure] = probes.runtime_env_failures(AGENT_LOG)
+    [failure] = fact_ray_logs.runtime_env_failures(AGENT_LOG)
     assert failure["what"] == {"keys": ["env_vars", "pip"], "pip": ["no-such-pkg"]}
     assert failure["reason"] == "ERROR: No matching distribution found for no-such-pkg"
     assert failure["gave_up"] is True and failure["at"] == "2026-12-02 06:37:44"
@@ -34,12 +36,12 @@ def test_an_agent_failure_keeps_what_was_asked_and_pips_last_error_never_env_var
 
 
 def test_a_runtime_env_summary_names_packages_and_keys_only():
-    summary = probes.runtime_env_summary({"pip": ["torch==2.1"], "conda": "rl-env",
+    summary = fact_ray_logs.runtime_env_summary({"pip": ["torch==2.1"], "conda": "rl-env",
                                           "working_dir": "gcs://_ray_pkg_abc.zip",
                                           "env_vars": {"AWS_SECRET_ACCESS_KEY": "xyz"}})
     assert summary == {"keys": ["conda", "env_vars", "pip", "working_dir"], "pip": ["torch==2.1"],
                        "conda": "rl-env", "working_dir": "gcs://_ray_pkg_abc.zip"}
-    assert probes.runtime_env_summary("not a dict") == {}
+    assert fact_ray_logs.runtime_env_summary("not a dict") == {}
 
 
 def test_log_signals_count_rays_lines_and_keep_the_last():
@@ -48,7 +50,7 @@ def test_log_signals_count_rays_lines_and_keep_the_last():
          f"the worker process(2125{i}) have not registered within the timeout. The process is "
          "still alive, probably it's hanging during start." for i in range(3)]
         + ["gcs_server.cc:1 Failed accept4: Too many open files", "nothing to see"])
-    found = probes.log_signals(text)
+    found = fact_ray_logs.log_signals(text)
     assert found["workers_not_registered"]["count"] == 3
     assert "process(21252)" in found["workers_not_registered"]["lines"][-1]
     assert found["too_many_open_files"]["count"] == 1
@@ -58,12 +60,12 @@ def test_log_signals_count_rays_lines_and_keep_the_last():
 def test_a_log_that_vanishes_or_shrinks_while_read_is_evidence_not_an_error(tmp_path):
     log = tmp_path / "raylet.out"
     log.write_text("x" * 1000 + "\nlast line\n")
-    text, error = probes.tail_of(str(log), max_bytes=64)
+    text, error = fact_ray_logs.tail_of(str(log), max_bytes=64)
     assert error is None and text.endswith("last line\n") and "x" * 64 not in text
     log.write_text("rotated\n")  # smaller than before: read what is there
-    assert probes.tail_of(str(log)) == ("rotated\n", None)
+    assert fact_ray_logs.tail_of(str(log)) == ("rotated\n", None)
     log.unlink()
-    text, error = probes.tail_of(str(log))
+    text, error = fact_ray_logs.tail_of(str(log))
     assert text == "" and "raylet.out" in error and "No such file" in error
 
 
@@ -71,25 +73,25 @@ def test_tree_sizes_stop_at_their_deadline_and_say_so(tmp_path):
     for i in range(50):
         (tmp_path / f"d{i}").mkdir()
         (tmp_path / f"d{i}" / "f").write_bytes(b"x" * 5000)
-    size, files, complete = probes._tree_size(str(tmp_path), time.monotonic() + 10)
+    size, files, complete = fact_disks._tree_size(str(tmp_path), time.monotonic() + 10)
     assert complete and files == 50 and size >= 50 * 4096
-    assert probes._tree_size(str(tmp_path), time.monotonic() - 1)[2] is False
+    assert fact_disks._tree_size(str(tmp_path), time.monotonic() - 1)[2] is False
 
 
 def test_largest_entries_of_an_unreadable_dir_is_an_error_line(tmp_path):
-    entries, errors = probes._largest_entries(str(tmp_path / "gone"), time.monotonic() + 1)
+    entries, errors = fact_disks._largest_entries(str(tmp_path / "gone"), time.monotonic() + 1)
     assert entries == [] and "No such file" in errors[0]
 
 
 def test_the_nofile_limit_of_a_process_that_ended_is_none():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
-    assert probes.nofile_limit_of(child.pid) == (None, None)
-    soft, hard = probes.nofile_limit_of(os.getpid())
+    assert fact_open_files.nofile_limit_of(child.pid) == (None, None)
+    soft, hard = fact_open_files.nofile_limit_of(os.getpid())
     assert soft and hard and soft <= hard
 
 
 def test_probes_outside_a_raylet_say_they_are_unavailable():
-    assert probes.disk_usage_here()["status"] == "unavailable"
-    assert probes.open_files_here()["status"] == "unavailable"
-    assert probes.ray_logs_here()["status"] == "unavailable"
+    assert fact_disks.disk_usage_here()["status"] == "unavailable"
+    assert fact_open_files.open_files_here()["status"] == "unavailable"
+    assert fact_ray_logs.ray_logs_here()["status"] == "unavailable"

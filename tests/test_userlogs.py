@@ -22,7 +22,7 @@ from conftest import FIXTURES, RLDOCTOR, _clean_env, run_rldoctor
 from rldoctor.engine.runner import run_checks
 from rldoctor.errors import Undiagnosable
 from rldoctor.inputs import source
-from rldoctor.inputs.logdir import catalogue as C
+from rldoctor.raylog import catalogue as C
 from rldoctor.registry import load_registry
 
 CORPUS = Path(FIXTURES) / "userlogs"

@@ -59,8 +59,9 @@ def _is_collector_section(folder: Path) -> bool:
 
 
 def _is_node_side(folder: Path) -> bool:
-    """Code pickled by value onto the nodes."""
-    return any("register_pickle_by_value" in p.read_text() for p in _modules(folder))
+    """Code pickled by value onto the nodes, a module of it declaring a fact (`@fact(...)`)."""
+    texts = [p.read_text() for p in _modules(folder)]
+    return any("register_pickle_by_value" in t for t in texts) and any("\n@fact(" in t for t in texts)
 
 
 def _is_report_section(folder: Path) -> bool:

@@ -7,7 +7,7 @@
                       private Ray calls (each at its one place)
     fleet.py          one probe actor per node; `ask`, the one fan-out to the probes
     nodes, actors, demands, objectstore, control_plane, network, reach, versions, runtime_envs,
-    training, identity, stacks, node_logs, cluster_facts, jobs, autoscaler   one module per
+    training, identity, stacks, node_logs, cluster_facts, jobs, autoscaler, log_lines   one module per
                       snapshot section
     job_table.py, task_table.py   Ray's job table and unfinished tasks, each read once per
                       snapshot and shared; bounded.py the bounded state API reads and what they cut

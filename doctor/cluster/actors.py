@@ -31,7 +31,7 @@ def _runtime_env_summary(serialized) -> dict:
     """What an actor's runtime_env asked to build (never its env_vars values)."""
     import json
 
-    from rldoctor.node.probes import runtime_env_summary
+    from rldoctor.node.fact_ray_logs import runtime_env_summary
 
     try:
         return runtime_env_summary(json.loads(serialized or "{}"))

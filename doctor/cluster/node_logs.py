@@ -3,7 +3,7 @@
 A node whose raylet answers but whose workers never register cannot run rldoctor's
 probe, so its raylet log is read from outside, through the dashboard's log route
 (the node's dashboard agent is not a worker and still serves it). The lines are matched
-with the probes' own patterns (probes.log_signals).
+against the catalogue of Ray's lines the probes read with (fact_ray_logs.log_signals).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from rldoctor.errors import first_line
-from rldoctor.node import probes
+from rldoctor.node import fact_ray_logs
 
 TAIL_LINES = 2000
 RAYLET_LOGS = ("raylet", ".out", ".err")
@@ -42,7 +42,7 @@ def raylet_signals(route, node_id: str, deadline: float, own: str | None = None)
         if time.monotonic() > deadline:
             break
         try:
-            data, _ = route.tail(node_id, name, TAIL_LINES, probes.LOG_TAIL_BYTES)
+            data, _ = route.tail(node_id, name, TAIL_LINES, fact_ray_logs.LOG_TAIL_BYTES)
         except Exception as exc:
             texts[name] = ("", first_line(exc, 200))
             continue
@@ -58,7 +58,7 @@ def raylet_signals(route, node_id: str, deadline: float, own: str | None = None)
             errors.append(f"{name}: {error}")
             continue
         files.append(name)
-        for key, found in probes.log_signals(text).items():
+        for key, found in fact_ray_logs.log_signals(text).items():
             if key not in signals or found["count"] > signals[key]["count"]:
                 signals[key] = dict(found, file=name)
     out = {"signals": signals, "files": files}

@@ -1,7 +1,7 @@
 """Jobs and tasks whose runtime_env could not be set up, from Ray's state API (RLD404).
 
 Actors that died of it are in the actor list (their death cause); the reason each node
-gave is in its runtime env agent's log, read by the probes (probes.ray_logs_here). Only a
+gave is in its runtime env agent's log, read by the probes (rldoctor.node.fact_ray_logs). Only a
 summary of each runtime_env is kept (pip and conda packages, working_dir): never its
 env_vars.
 """
@@ -12,7 +12,7 @@ import json
 import time
 
 from rldoctor.cluster import bounded
-from rldoctor.node import probes
+from rldoctor.node.fact_ray_logs import runtime_env_summary
 from rldoctor.cluster.actors import MAX_ROWS, _require_state_api
 from rldoctor.cluster.sections import section
 from rldoctor.cluster.task_table import TaskTable, failed_with
@@ -36,7 +36,7 @@ def _summary(env) -> dict:
             env = json.loads(env)
         except ValueError:
             env = {}
-    return probes.runtime_env_summary(env)
+    return runtime_env_summary(env)
 
 
 def agents_logged_a_failure(fleet, node_ids: list[str]) -> bool:

@@ -2,7 +2,7 @@
 
 The one stack-capture facility of rldoctor: `capture(fleet, targets, budget)` asks the
 probe actor of each target's node to run `py-spy dump` on the target's pid (see
-`probes.py_spy_dump`), every node at once, each dump bounded in time. What cannot be
+`rldoctor.node.py_spy`), every node at once, each dump bounded in time. What cannot be
 dumped (no probe on the node, a pid that exited, py-spy missing or refused, a timeout)
 comes back as a failed entry with the reason, never as an exception.
 

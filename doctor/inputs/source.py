@@ -164,7 +164,8 @@ def _recorded(snap, path: str, bundle: bool) -> dict:
 def bundle_log_lines(path: str, snap) -> None:
     """A bundle of a live cluster carries its nodes' logs: read them against the catalogue of
     Ray's lines too (in memory), each as its node's (the manifest says which), unless the
-    snapshot already has them (a bundle made from logs)."""
+    snapshot already has them from logs (a bundle made from logs); they replace the lines the
+    probes read live (the tails of the same nodes' logs: the bundle holds more of them)."""
     from rldoctor.inputs.logdir import add_log_lines
     from rldoctor.inputs.logdir import files as F
     from rldoctor.inputs.logdir.build import Facts
@@ -179,7 +180,7 @@ def bundle_log_lines(path: str, snap) -> None:
         for members in (node.get("worker_logs") or {}).values():
             for member in members:
                 wanted[member] = node_id
-    if not wanted or snap.has("log_lines"):
+    if not wanted or (snap.field("collectors", "log_lines") or {}).get("from") == "logs":
         return
     by_node: dict[str, list] = {}
     total = 0

@@ -1,16 +1,18 @@
 """What the incident bundle reads on the nodes themselves, through the probe actors.
 
 Run with `NodeProbe.call_here(func, ...)`; this module is pickled by value (see
-`register`), and so are the probes' readers it shares (memory and its cgroup limit, disks:
-rldoctor.node.probes, registered by the fleet), so the nodes need nothing of rldoctor and
+`register`), and so are the node-side readers it shares (memory and its cgroup limit, disks:
+rldoctor.node.fact_memory, .fact_disks, .processes), so the nodes need nothing of rldoctor and
 host.json states the same memory limit as snapshot.json. Standard library only; every read is
 bounded and a missing file is an empty answer, never an exception.
 """
 
 from __future__ import annotations
 
-# The node-side reads the probes make, shared: pickled by value with them (probes.register).
-from rldoctor.node.probes import disk_of, memory_here, open_files_of
+# The node-side reads the probes make, shared: pickled by value with them (facts.register).
+from rldoctor.node.fact_disks import disk_of
+from rldoctor.node.fact_memory import memory_here
+from rldoctor.node.processes import open_files_of
 
 
 def _read(path: str, limit: int = 4096) -> str | None:
@@ -95,9 +97,8 @@ def tune_result_tails(pid: int, max_rows: int, max_bytes: int) -> list[dict]:
 
 
 def register() -> None:
-    """Pickle this module's functions by value, so nodes need not have rldoctor."""
-    import sys
+    """Pickle this module's functions by value, with the node-side readers they share (every
+    module of this folder: rldoctor.node.facts.register), so nodes need not have rldoctor."""
+    from rldoctor.node import facts
 
-    import ray.cloudpickle
-
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    facts.register()

@@ -10,7 +10,7 @@ closes when its time is up.
 from __future__ import annotations
 
 # Module-level, so they travel by value with this module's functions (probes is by value too).
-from rldoctor.node.probes import _cmdline, _flags, _raylet_above
+from rldoctor.node.processes import _cmdline, _flags, _raylet_above
 from rldoctor.words import first_line
 
 MAX_OPEN_SOCKETS = 256  # connects in flight at once on one node (file descriptors are finite)

@@ -10,9 +10,9 @@ and `collectors` says why, so the checks that need them are skipped with that re
 Standard library only, and never ray: the client-only install reads logs too.
 
     files.py          which files of a session directory are what
-    lines.py          one log line of Ray's: its time and what it says
-    catalogue.py      Ray's own log lines as data: what each means, which releases write it
-    scan.py           every file read against the catalogue
+    scan.py           every file read against the catalogue (rldoctor.raylog: the catalogue of
+                      Ray's lines, one line's time, the file kinds, the hits; the probes on a
+                      live node read with it too)
     build.py          from the files to one snapshot (source.kind "logs")
     bundle_items.py   the bundle's log items when a bundle is made from logs
 """

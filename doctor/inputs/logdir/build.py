@@ -28,7 +28,7 @@ import time
 from datetime import datetime, timezone
 
 from rldoctor.inputs.logdir import files as F
-from rldoctor.inputs.logdir.lines import GCS_TEXTS, RAYLET_TEXTS, parse
+from rldoctor.raylog.lines import GCS_TEXTS, RAYLET_TEXTS, parse
 
 WORKER_TAIL_LINES = 200
 WORKER_TAIL_BYTES = 64 * 1024

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from rldoctor.errors import Undiagnosable
+from rldoctor.raylog.kinds import classify, kind_of
 
 HEAD_BYTES = 256 * 1024  # the start of every file: process identity, Ray version
 DEFAULT_FILE_BUDGET = 32 * 2**20  # bytes read from the end of one file
@@ -27,31 +28,6 @@ DEFAULT_TOTAL_BUDGET = 512 * 2**20  # bytes read over all files of the directory
 CHUNK = 4 * 2**20
 MAX_DEPTH = 4  # how deep below DIR session directories are looked for
 
-# The files of a session's logs/ that the reader reads, by kind.
-_KINDS = (
-    ("gcs", re.compile(r"^gcs_server(\.\d+)?\.(out|err)(\.\d+)?$")),
-    ("raylet", re.compile(r"^raylet(\.\d+)?\.(out|err)(\.\d+)?$")),
-    ("job_driver", re.compile(r"^job-driver-(?P<sub>.+?)\.log(\.\d+)?$")),
-    ("supervisor", re.compile(r"^supervisor-(?P<sub>.+?)\.log(\.\d+)?$")),
-    ("worker", re.compile(r"^worker-(?P<wid>[0-9a-f]{16,})-(?P<job>[0-9a-f]+|ffffffff)-"
-                          r"(?P<pid>\d+)(\.\d+)?\.(?P<stream>out|err)(\.\d+)?$")),
-    ("core_worker", re.compile(r"^python-core-worker-(?P<wid>[0-9a-f]{16,})_(?P<pid>\d+)"
-                               r"(\.\d+)?\.log(\.\d+)?$")),
-    ("core_driver", re.compile(r"^python-core-driver-(?P<wid>[0-9a-f]{16,})_(?P<pid>\d+)"
-                               r"(\.\d+)?\.log(\.\d+)?$")),
-    ("events", re.compile(r"^event_(?P<source>[A-Z_]+?)(_\d+)?\.log(\.\d+)?$")),
-    # older Ray (1.x) named a worker's files without its job
-    ("worker", re.compile(r"^(?:io_)?worker-(?P<wid>[0-9a-f]{16,})-(?P<pid>\d+)(\.\d+)?\."
-                          r"(?P<stream>out|err)(\.\d+)?$")),
-    ("runtime_env", re.compile(r"^runtime_env_(?:agent|setup-(?P<job>\w+?))(\.\d+)?\."
-                               r"(?:log|out|err)(\.\d+)?$")),
-    ("agent", re.compile(r"^(?:dashboard_agent|agent-\d+)(\.\d+)?\.(?:log|out|err)(\.\d+)?$")),
-    ("dashboard", re.compile(r"^(?:dashboard|dashboard_\w+|monitor|log_monitor)(\.\d+)?\."
-                             r"(?:log|out|err)(\.\d+)?$")),
-)
-# The kinds only the catalogue of Ray's lines reads (rldoctor.inputs.logdir.scan).
-SCAN_ONLY = ("runtime_env", "agent", "dashboard", "other", "console", "console-raylet",
-             "console-gcs", "console-worker")
 MAX_LOOSE_FILES = 2000  # files of a folder that is no session directory (kubectl logs ...)
 MAX_LOOSE_BYTES = 64 * 2**20  # the largest such file read (from its end)
 
@@ -81,14 +57,6 @@ def rel_root(root: str, top: str) -> str:
     for the session around DIR when DIR is its logs/)."""
     rel = os.path.relpath(root, top)
     return "." if rel.startswith("..") else rel
-
-
-def classify(name: str) -> tuple[str, dict] | None:
-    for kind, pattern in _KINDS:
-        m = pattern.match(name)
-        if m:
-            return kind, {k: v for k, v in m.groupdict().items() if v is not None}
-    return None
 
 
 def _is_logs_dir(path: str) -> bool:
@@ -159,11 +127,6 @@ def find_sessions(top: str) -> list[Session]:
     for session in found:
         session.files = _list_files(session, top)
     return found
-
-
-def kind_of(name: str) -> tuple[str, dict]:
-    """The kind of a file by its name; "other" for a name Ray does not write."""
-    return classify(name) or ("other", {})
 
 
 # What only Ray's output holds: its C++ log prefix, its relay prefixes, its names.

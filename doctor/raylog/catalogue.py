@@ -6,7 +6,8 @@ process) writes: a fixed `marker` (found with bytes.find before any regex runs),
 `pattern` with named groups for what the line names (node_id, ip, worker_id, pid, actor,
 job, and the line's own facts), the Ray `releases` that write it, the `files` it appears
 in, the rldoctor `code` it is evidence for, the `cause` in one line and the `fix`, both
-formatted with the groups. A wording that changed between releases is two entries.
+formatted with the groups. A wording that changed between releases is two entries. An
+entry with a `signal` is also counted under that key by the probes on a live node.
 
 Sources: the format strings in Ray's source at its release tags (ray-project/ray:
 gcs_node_manager.cc, node_manager.cc, agent_manager.cc, worker_pool.cc, file_system_monitor.cc,
@@ -16,7 +17,8 @@ lines users pasted in public issue threads (named in fixtures/userlogs/*/SOURCE)
 `code` "by-process" means the code follows the process that wrote the line: a raylet's or
 the GCS's crash is a node's death (RLD101), a worker's is a worker crash (RLD403).
 
-Standard library only: the client-only install reads logs too.
+Standard library only: the client-only install reads logs too, and the probes read a live
+node's logs with it (rldoctor.node.fact_ray_logs), pickled by value onto the nodes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Where a line is written (the reader's file kinds, rldoctor.inputs.logdir.files).
+# Where a line is written (the readers' file kinds, rldoctor.raylog.kinds).
 WORKER = ("worker", "core_worker", "console-worker")
 DRIVER = ("job_driver", "core_driver", "console", "other")
 RAYLET = ("raylet", "console-raylet")
@@ -52,6 +54,9 @@ class Entry:
     # a line that says something died without saying why: evidence only when no other line
     # of the input tells the cause
     consequence: bool = False
+    # the key this line is counted under in a live node's `ray_logs.signals` (the probes'
+    # reading, rldoctor.node.fact_ray_logs; RLD106, RLD107 and RLD305 read it)
+    signal: str = ""
     compiled: re.Pattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -94,6 +99,11 @@ _AGENT_FIX = ("Read dashboard_agent.log and runtime_env_agent.log (and their .er
               "already taken (pin it with --dashboard-agent-listen-port / "
               "--runtime-env-agent-port), or the agent killed for memory; fix it and restart the "
               "node.")
+_WORKERS_START_FIX = ("Read the node's python-core-worker-*.log and worker-*.err for why its "
+                      "workers do not start or register; dump a hanging one with `py-spy dump "
+                      "--pid`; repair the node's Python environment; raise "
+                      "RAY_worker_register_timeout_seconds for slow but healthy starts; widen "
+                      "--min-worker-port/--max-worker-port when it has no ports left.")
 _GPU_FIX = ("Read the worker's .err for the CUDA/NCCL error before the crash: GPU memory "
             "(smaller batches or models, one process per GPU), a driver/CUDA/NCCL version "
             "mismatch between nodes, or a collective that timed out because one rank died "
@@ -364,12 +374,12 @@ ENTRIES: tuple[Entry, ...] = (
        r"(?P<path>\S+) is over (?P<percent>\d+)% full, available space: (?P<available>\d+);",
        "2.0-2.3x (common/file_system_monitor.cc: bytes)", ANY, "RLD305", "disk",
        "the file system of {path} is over {percent}% full ({available} bytes left)", _DISK_FIX,
-       ("path", "percent", "available")),
+       ("path", "percent", "available"), signal="disk_over_capacity"),
     _e("disk-full-units", "% full, available space: ",
        r"(?P<path>\S+) is over (?P<percent>\d+)% full, available space: (?P<available>[\d.]+ ?"
        r"[KMGT]i?B)", "2.4x-2.60 (common/file_system_monitor.cc: with a unit)", ANY, "RLD305",
        "disk", "the file system of {path} is over {percent}% full ({available} left)", _DISK_FIX,
-       ("path", "percent", "available")),
+       ("path", "percent", "available"), signal="disk_over_capacity"),
     _e("out-of-disk", "OutOfDiskError", r"OutOfDiskError", "2.0-2.60 (exceptions.py)", ANY,
        "RLD305", "disk", "an object could not be created: the local disk is full", _DISK_FIX),
     _e("no-space", "No space left on device", r"No space left on device",
@@ -377,11 +387,12 @@ ENTRIES: tuple[Entry, ...] = (
        _DISK_FIX),
     _e("accept4-fds", "Too many open files", r"(?P<what>Failed accept4|accept)?.*Too many open files",
        "all (gRPC's tcp_server_posix.cc, the OS's errno 24)", ANY, "RLD107", "fds",
-       "{process} ran out of file descriptors (\"Too many open files\")", _FDS_FIX),
+       "{process} ran out of file descriptors (\"Too many open files\")", _FDS_FIX,
+       signal="too_many_open_files"),
     _e("fd-limit-grpc", "File descriptor limit reached",
        r"File descriptor limit reached", "2.4x-2.60 (gRPC's tcp_server_posix.cc, newer gRPC)",
        ANY, "RLD107", "fds", "{process} reached its open-files limit (gRPC: \"File descriptor "
-       "limit reached\")", _FDS_FIX),
+       "limit reached\")", _FDS_FIX, signal="too_many_open_files"),
     _e("threads", "can't start new thread", r"can't start new thread", "all (Python)", ANY,
        "RLD107", "threads", "{process} could not start a thread (the process/thread limit)",
        _THREADS_FIX),
@@ -389,6 +400,16 @@ ENTRIES: tuple[Entry, ...] = (
        r"(?:pthread_create|Thread creation|thread).*Resource temporarily unavailable",
        "all (the OS, EAGAIN on thread creation)", ANY, "RLD107", "threads",
        "{process} could not start a thread (the process/thread limit)", _THREADS_FIX),
+    # -- workers that cannot start ---------------------------------------------------------
+    _e("workers-not-registered", "have not registered within the timeout",
+       r"(?:worker process\((?P<pid>\d+)\) )?have not registered within the timeout",
+       "2.0-2.60 (raylet/worker_pool.cc)", RAYLET, "RLD106", "workers-start",
+       "the raylet's new workers do not register within the timeout (hanging or crashing at start)",
+       _WORKERS_START_FIX, ("pid",), severity="warn", signal="workers_not_registered"),
+    _e("no-available-ports", "No available ports",
+       r"No available ports", "2.0-2.60 (raylet/worker_pool.cc)", RAYLET,
+       "RLD106", "workers-start", "the raylet has no port left to start a worker on",
+       _WORKERS_START_FIX, severity="warn", signal="no_available_ports"),
     # -- object store -----------------------------------------------------------------------
     _e("store-full", "in object store because it is full",
        r"Failed to put object (?P<object>[0-9a-f]+) in object store because it is full",
