@@ -2,16 +2,19 @@
 
     python benchmarks/network_misses.py [--runs 10] [--case rld202|rld201|both] [--keep DIR]
 
+    python benchmarks/network_misses.py --replay DIR   (judge kept snapshots again, no cluster)
+
 Each run starts a fresh 3-node cluster (tests/localcluster.py, 1 CPU each) and runs one
-`rldoctor check --format json` against it at once, with no collection before it:
+`rldoctor collect` against it at once, with no collection before it, then judges the
+snapshot with `rldoctor check --from` (kept with --keep, so a change to the checks can be
+judged on the same snapshots with --replay):
   * rld202: node 1's object chunks are delayed as in tests/test_e2e_network.py
     (CHUNK_PUSH_DELAY, Ray's RAY_testing_asio_delay_us); the first check after `ray start`,
     when every node's workers are still starting. Found: an RLD202 on node 1.
   * rld201: node 2 sits in another zone and every task pushed to it is delayed 25 ms, while
-    two busy processes (`yes > /dev/null`, not pinned) load the host from the cluster's start
-    to the check's end. Found: an RLD201 (warn or fail) on node 2.
-False: an RLD201 or RLD202 on any other node. Prints one line per run and a JSON summary;
---keep writes each run's report to DIR. Run it under `nice -n 19` on a shared machine.
+    two busy processes (`yes > /dev/null`, not pinned) load the host from 2 s before the
+    collection to its end. Found: an RLD201 (warn or fail) on node 2.
+False: an RLD201 or RLD202 on any other node. Prints one line per run and a JSON summary. Run it under `nice -n 19` on a shared machine.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,34 +51,43 @@ def specs_for(case: str) -> tuple[list[NodeSpec], int]:
     return specs, 2
 
 
-def one_run(case: str, keep: Path | None, index: int) -> dict:
+def one_run(case: str, keep: Path, index: int) -> dict:
     specs, slow = specs_for(case)
-    code = case.upper()
+    snap = keep / f"{case}-{index:02d}.snapshot.json"
     busy = []
     try:
-        if case == "rld201":
-            busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
-                    for _ in range(BUSY_PROCESSES)]
         with LocalCluster(specs) as cluster:
+            if case == "rld201":
+                busy = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+                        for _ in range(BUSY_PROCESSES)]
+                time.sleep(2)
             started = time.monotonic()
-            result = run_rldoctor("check", "--address", cluster.address, "--format", "json",
-                                  env=cluster.client_env())
+            collected = run_rldoctor("collect", "--address", cluster.address, "--output",
+                                     str(snap), env=cluster.client_env())
             wall = time.monotonic() - started
-            slow_id = cluster.nodes[slow].node_id
-            doc = result.json()
+            assert collected.code == 0, collected
+            (keep / f"{case}-{index:02d}.slow").write_text(cluster.nodes[slow].node_id)
     finally:
         for proc in busy:
             proc.kill()
             proc.wait()
-    if keep:
-        (keep / f"{case}-{index:02d}.json").write_text(json.dumps(doc, indent=1))
+    return {**judge(case, snap), "collect_s": round(wall, 1)}
+
+
+def judge(case: str, snap: Path) -> dict:
+    """`rldoctor check --from` the snapshot: is the slowed node found, is another named?"""
+    code = case.upper()
+    slow_id = snap.with_name(snap.name.replace(".snapshot.json", ".slow")).read_text()
+    result = run_rldoctor("check", "--from", str(snap), "--format", "json")
+    doc = result.json()
     mine = [f for f in doc["findings"] if f["code"] == code and f["subject"] == f"node:{slow_id}"]
     false = [f"{f['code']} {f['subject']}" for f in doc["findings"]
              if f["code"] in ("RLD201", "RLD202") and f["subject"] != f"node:{slow_id}"]
-    network = (doc.get("snapshot") or {}).get("network") or {}
+    notes = [n for n in doc.get("notes") or [] if n.get("code") == code
+             and n.get("subject") == f"node:{slow_id}"]
     return {"case": case, "found": bool(mine), "severity": mine[0]["severity"] if mine else None,
-            "false": false, "check_s": round(wall, 1), "exit": result.code,
-            "evidence": _numbers(mine[0]["evidence"]) if mine else _survey(network, slow_id)}
+            "false": false,
+            "evidence": _numbers((mine or notes or [{}])[0].get("evidence") or {})}
 
 
 def _numbers(evidence: dict) -> dict:
@@ -87,37 +100,59 @@ def _numbers(evidence: dict) -> dict:
     return out
 
 
-def _survey(network: dict, slow_id: str) -> dict:
-    """What the snapshot says of the slowed node when nothing was reported."""
-    entry = (network.get("nodes") or {}).get(slow_id) or {}
-    return {k: entry.get(k) for k in ("p50_ms", "bandwidth_mib_s", "transfer_samples_mib_s",
-                                      "recheck", "transfer_recheck") if k in entry}
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--case", choices=("rld202", "rld201", "both"), default="both")
-    parser.add_argument("--keep", type=Path)
+    parser.add_argument("--keep", type=Path, help="keep each run's snapshot in this directory")
+    parser.add_argument("--replay", type=Path, help="judge the snapshots kept in this directory "
+                        "again with the installed checks (no cluster)")
     args = parser.parse_args()
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
+    if args.replay:
+        return replay(args.replay)
+    keep = args.keep or Path(tempfile.mkdtemp(prefix="rldoctor-network-misses-"))
+    keep.mkdir(parents=True, exist_ok=True)
     cases = ("rld202", "rld201") if args.case == "both" else (args.case,)
     summary = {}
     for case in cases:
         runs = []
         for i in range(args.runs):
-            run = one_run(case, args.keep, i)
+            for attempt in range(3):  # a cluster that did not start (a loaded host) is no run
+                try:
+                    run = one_run(case, keep, i)
+                    break
+                except RuntimeError as exc:
+                    print(f"{case} run {i + 1}: the cluster did not start ({exc}); again",
+                          flush=True)
+            else:
+                raise SystemExit(f"{case}: three clusters in a row did not start")
             runs.append(run)
-            word = "found" if run["found"] else "MISSED"
-            print(f"{case} run {i + 1}/{args.runs}: {word}"
-                  f"{' (' + run['severity'] + ')' if run['severity'] else ''}; false: "
-                  f"{run['false'] or 'none'}; check {run['check_s']} s; {json.dumps(run['evidence'])}",
-                  flush=True)
-        summary[case] = {"runs": len(runs), "found": sum(r["found"] for r in runs),
-                         "runs_with_false": sum(bool(r["false"]) for r in runs)}
+            _say(f"{case} run {i + 1}/{args.runs}", run)
+        summary[case] = _count(runs)
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def replay(keep: Path) -> int:
+    summary: dict = {}
+    for snap in sorted(keep.glob("*.snapshot.json")):
+        case = snap.name.split("-")[0]
+        run = judge(case, snap)
+        _say(snap.name, run)
+        summary.setdefault(case, []).append(run)
+    print(json.dumps({case: _count(runs) for case, runs in summary.items()}, indent=2))
+    return 0
+
+
+def _say(what: str, run: dict) -> None:
+    word = "found" if run["found"] else "MISSED"
+    print(f"{what}: {word}{' (' + run['severity'] + ')' if run['severity'] else ''}; false: "
+          f"{run['false'] or 'none'}; {json.dumps(run['evidence'])}", flush=True)
+
+
+def _count(runs: list[dict]) -> dict:
+    return {"runs": len(runs), "found": sum(r["found"] for r in runs),
+            "runs_with_false": sum(bool(r["false"]) for r in runs)}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+"""Where the memory of `rldoctor watch`'s collector child goes, round by round.
+
+    python benchmarks/watch_child_memory.py [--rounds 200] [--tracemalloc]
+
+Starts a 3-node cluster (tests/localcluster.py, 1 CPU each) and runs what the watch's child
+runs (rldoctor.watch.gcs_child: one LiveSession, a snapshot a round, each answer dumped to
+JSON) in a child process of its own, with the environment the watch gives it
+(rldoctor.watch.rounds.child_env: MALLOC_ARENA_MAX=2), a round every second. After rounds
+1, 5, 20, 50, 100, 150 and 200 it prints one JSON line: the RSS, glibc's own figures
+(mallinfo2: bytes in use, free bytes it keeps, mmapped), the Python heap that tracemalloc
+traces (with --tracemalloc, which costs memory of its own), and the count of Python objects
+alive. With --tracemalloc it ends with the 15 places whose traced memory grew the most
+between round 5 and the last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+MARKS = (1, 5, 20, 50, 100, 150, 200)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _malloc_figures() -> dict:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    m = libc.mallinfo2()
+    mib = 2**20
+    return {"malloc_in_use_mib": round((m.uordblks + m.hblkhd) / mib, 1),
+            "malloc_free_kept_mib": round(m.fordblks / mib, 1),
+            "malloc_mmapped_mib": round(m.hblkhd / mib, 1)}
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+
+
+def child(address: str, rounds: int, traced: bool) -> int:
+    import tracemalloc
+
+    if traced:
+        tracemalloc.start(12)
+    from rldoctor.cluster.session import LiveSession, quiet_ray
+
+    first = None
+    with quiet_ray() as ray_log:
+        session = LiveSession(address, ray_log)
+        try:
+            for n in range(1, rounds + 1):
+                started = time.monotonic()
+                doc = session.snapshot(30.0)
+                json.dumps({"ok": True, "doc": doc}, default=str)
+                del doc
+                if n in MARKS or n == rounds:
+                    line = {"round": n, "rss_mib": _rss_mib(), **_malloc_figures(),
+                            "python_objects": len(gc.get_objects())}
+                    if traced:
+                        line["traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
+                        if n == 5:
+                            first = tracemalloc.take_snapshot()
+                    print(json.dumps(line), file=sys.__stderr__, flush=True)
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+            if traced and first is not None:
+                grown = tracemalloc.take_snapshot().compare_to(first, "traceback")
+                for stat in grown[:15]:
+                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}"
+                                        for f in stat.traceback[:6])
+                    print(f"{stat.size_diff / 2**20:+.2f} MiB ({stat.count_diff:+d} blocks) {where}",
+                          file=sys.__stderr__, flush=True)
+        finally:
+            session.close(leave=False)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        code = child(args.child, args.rounds, args.tracemalloc)
+        sys.stdout.flush()
+        os._exit(code)
+    from localcluster import LocalCluster, NodeSpec
+    from rldoctor.watch.rounds import child_env
+
+    with LocalCluster([NodeSpec() for _ in range(3)]) as cluster:
+        cmd = [sys.executable, __file__, "--child", cluster.address, "--rounds", str(args.rounds)]
+        subprocess.run(cmd + (["--tracemalloc"] if args.tracemalloc else []),
+                       env=child_env(cluster.client_env()), stdout=subprocess.DEVNULL,
+                       timeout=60 + args.rounds * 10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
