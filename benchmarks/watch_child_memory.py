@@ -9,8 +9,8 @@ JSON) in a child process of its own, with the environment the watch gives it
 1, 5, 20, 50, 100, 150 and 200 it prints one JSON line: the RSS, glibc's own figures
 (mallinfo2: bytes in use, free bytes it keeps, mmapped), the Python heap that tracemalloc
 traces (with --tracemalloc, which costs memory of its own), and the count of Python objects
-alive. With --tracemalloc it ends with the 15 places whose traced memory grew the most
-between round 5 and the last.
+alive. With --tracemalloc, from round 50 on each line is followed by the 15 places whose traced
+memory grew the most since round 5.
 """
 
 from __future__ import annotations
@@ -76,17 +76,19 @@ def child(address: str, rounds: int, traced: bool) -> int:
                         if n == 5:
                             first = tracemalloc.take_snapshot()
                     print(json.dumps(line), file=sys.__stderr__, flush=True)
+                    if first is not None and n >= 50:
+                        _grown(tracemalloc.take_snapshot().compare_to(first, "traceback"))
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-            if traced and first is not None:
-                grown = tracemalloc.take_snapshot().compare_to(first, "traceback")
-                for stat in grown[:15]:
-                    where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}"
-                                        for f in stat.traceback[:6])
-                    print(f"{stat.size_diff / 2**20:+.2f} MiB ({stat.count_diff:+d} blocks) {where}",
-                          file=sys.__stderr__, flush=True)
         finally:
             session.close(leave=False)
     return 0
+
+
+def _grown(stats) -> None:
+    for stat in stats[:15]:
+        where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback[:6])
+        print(f"  {stat.size_diff / 2**20:+.2f} MiB ({stat.count_diff:+d} blocks) {where}",
+              file=sys.__stderr__, flush=True)
 
 
 def main() -> int:
