@@ -104,11 +104,15 @@ def main() -> int:
     from localcluster import LocalCluster, NodeSpec
     from rldoctor.watch.rounds import child_env
 
-    with LocalCluster([NodeSpec() for _ in range(3)]) as cluster:
+    # A loaded 2-core host under `nice -n 19` starts a cluster in minutes, not in 90 s.
+    cluster = LocalCluster([NodeSpec() for _ in range(3)]).start(timeout_s=300)
+    try:
         cmd = [sys.executable, __file__, "--child", cluster.address, "--rounds", str(args.rounds)]
         subprocess.run(cmd + (["--tracemalloc"] if args.tracemalloc else []),
                        env=child_env(cluster.client_env()), stdout=subprocess.DEVNULL,
                        timeout=60 + args.rounds * 10)
+    finally:
+        cluster.stop()
     return 0
 
 
