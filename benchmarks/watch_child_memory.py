@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 MARKS = (1, 5, 20, 50, 100, 150, 200)
+_OUT = sys.stderr
 
 
 class _MallInfo2(ctypes.Structure):
@@ -60,6 +61,8 @@ def child(address: str, rounds: int, traced: bool) -> int:
     from rldoctor.cluster.session import LiveSession, quiet_ray
 
     first = None
+    global _OUT
+    _OUT = os.fdopen(os.dup(2), "w")  # quiet_ray sends fd 1 and 2 to Ray's log
     with quiet_ray() as ray_log:
         session = LiveSession(address, ray_log)
         try:
@@ -75,7 +78,7 @@ def child(address: str, rounds: int, traced: bool) -> int:
                         line["traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
                         if n == 5:
                             first = tracemalloc.take_snapshot()
-                    print(json.dumps(line), file=sys.__stderr__, flush=True)
+                    print(json.dumps(line), file=_OUT, flush=True)
                     if first is not None and n >= 50:
                         _grown(tracemalloc.take_snapshot().compare_to(first, "traceback"))
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
@@ -88,7 +91,7 @@ def _grown(stats) -> None:
     for stat in stats[:15]:
         where = " <- ".join(f"{Path(f.filename).name}:{f.lineno}" for f in stat.traceback[:6])
         print(f"  {stat.size_diff / 2**20:+.2f} MiB ({stat.count_diff:+d} blocks) {where}",
-              file=sys.__stderr__, flush=True)
+              file=_OUT, flush=True)
 
 
 def main() -> int:
