@@ -4,7 +4,7 @@
 
 Starts a 3-node cluster (tests/localcluster.py, 1 CPU each) and runs what the watch's child
 runs (rldoctor.watch.gcs_child: one LiveSession, a snapshot a round, each answer dumped to
-JSON) in a child process of its own, with the environment the watch gives it
+JSON, then malloc_trim; --no-trim leaves that out) in a child process of its own, with the environment the watch gives it
 (rldoctor.watch.rounds.child_env: MALLOC_ARENA_MAX=2), a round every second. After rounds
 1, 5, 20, 50, 100, 150 and 200 it prints one JSON line: the RSS, glibc's own figures
 (mallinfo2: bytes in use, free bytes it keeps, mmapped), the Python heap that tracemalloc
@@ -48,13 +48,22 @@ def _malloc_figures() -> dict:
             "malloc_mmapped_mib": round(m.hblkhd / mib, 1)}
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+def _rss_mib() -> dict:
+    """VmRSS and its parts: anonymous (heap, stacks, other allocators), files (libraries),
+    shared memory (the pages of the node's object store this driver touched)."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = round(int(line.split()[1]) / 1024, 1)
+    return {"rss_mib": out.pop("VmRSS"), **{f"{k.lower()}_mib": v for k, v in out.items()}}
 
 
-def child(address: str, rounds: int, traced: bool) -> int:
+def child(address: str, rounds: int, traced: bool, trim: bool) -> int:
     import tracemalloc
+
+    from rldoctor.watch.gcs_child import give_back_free_memory
 
     if traced:
         tracemalloc.start(12)
@@ -71,8 +80,10 @@ def child(address: str, rounds: int, traced: bool) -> int:
                 doc = session.snapshot(30.0)
                 json.dumps({"ok": True, "doc": doc}, default=str)
                 del doc
+                if trim:
+                    give_back_free_memory()  # as the watch's child does after each answer
                 if n in MARKS or n == rounds:
-                    line = {"round": n, "rss_mib": _rss_mib(), **_malloc_figures(),
+                    line = {"round": n, **_rss_mib(), **_malloc_figures(),
                             "python_objects": len(gc.get_objects())}
                     if traced:
                         line["traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
@@ -98,10 +109,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--no-trim", action="store_true",
+                        help="leave out the child's malloc_trim after each round (as before it)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        code = child(args.child, args.rounds, args.tracemalloc)
+        code = child(args.child, args.rounds, args.tracemalloc, not args.no_trim)
         sys.stdout.flush()
         os._exit(code)
     from localcluster import LocalCluster, NodeSpec
@@ -111,7 +124,8 @@ def main() -> int:
     cluster = LocalCluster([NodeSpec() for _ in range(3)]).start(timeout_s=300)
     try:
         cmd = [sys.executable, __file__, "--child", cluster.address, "--rounds", str(args.rounds)]
-        subprocess.run(cmd + (["--tracemalloc"] if args.tracemalloc else []),
+        subprocess.run(cmd + (["--tracemalloc"] if args.tracemalloc else [])
+                       + (["--no-trim"] if args.no_trim else []),
                        env=child_env(cluster.client_env()), stdout=subprocess.DEVNULL,
                        timeout=60 + args.rounds * 10)
     finally:
