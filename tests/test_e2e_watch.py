@@ -114,7 +114,7 @@ def test_healthy_cluster_is_up_with_no_restart_finding(watching):
 def test_the_collector_childs_memory_stays_flat_over_rounds(cluster3, tmp_path):
     """Each round's sections run on threads; without a bound on glibc's malloc arenas the
     child grew by 1.5-5 MiB a round (232 MiB after 5 rounds, 336 after 25, 416 after 125).
-    Where the rest went (benchmarks/watch_child_memory.py, 200 rounds at --interval 1, with
+    Where the rest went (benchmarks/watch_child_memory.py, 90 rounds at --interval 1, with
     the arenas bounded): the Python heap (46 MiB) and glibc's bytes in use (150-154 MiB) stay
     flat; the free bytes glibc kept grew 20 -> 52 MiB by round 20 (the child now hands them
     back after each round, malloc_trim); the pages of the node's object store that the

@@ -69,7 +69,7 @@ def serve(address: str | None, timeout_s: float, answers) -> int:
 def give_back_free_memory() -> bool:
     """Hand the memory glibc keeps free after a round back to the system (malloc_trim).
 
-    Measured over 200 rounds at --interval 1 (benchmarks/watch_child_memory.py): the Python
+    Measured over 90 rounds at --interval 1 (benchmarks/watch_child_memory.py): the Python
     heap and the bytes in use stay flat, while the free bytes glibc keeps in its two arenas
     (rldoctor.watch.rounds.CHILD_MALLOC_ARENAS) grew from 20 to 52 MiB by round 20. False
     where the C library has no malloc_trim (musl, macOS)."""
