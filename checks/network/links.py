@@ -134,6 +134,14 @@ def latency_verdicts(snap, params: dict) -> dict[str, dict]:
     return verdicts
 
 
+def _paired_words(verdict: dict) -> str:
+    paired = verdict.get("paired")
+    if not (paired and verdict.get("paired_level")):
+        return ""
+    return (f" (slower than the baseline by {paired['median_ms']:.1f} ms "
+            f"+/- {paired['se_ms']:.1f} over {paired['pairs']} interleaved pairs)")
+
+
 def slow_nodes(snap, params: dict) -> dict[str, tuple[float, str]]:
     """{node id: (ms over the baseline, 'warn'|'fail')} for nodes that stay above the bars."""
     return {node_id: (v["over_ms"], v["level"])
@@ -217,10 +225,7 @@ def high_network_latency(snap, params):
             continue
         again = (f"; measured again beside the baseline: {verdict['recheck_over_ms']:.1f} ms over"
                  if verdict["remeasured"] else "")
-        paired = verdict.get("paired")
-        if paired and verdict.get("paired_level"):
-            again += (f" (slower than the baseline by {paired['median_ms']:.1f} ms "
-                      f"+/- {paired['se_ms']:.1f} over {paired['pairs']} interleaved pairs)")
+        again += _paired_words(verdict)
         yield finding(
             verdict["level"], f"node:{node_id}",
             f"round trip to {_describe(node_id, node, label)} is {entry['p50_ms']:.1f} ms (p95 "
