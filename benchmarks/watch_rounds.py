@@ -6,8 +6,9 @@ On a 3-node cluster (a head plus two workers started with `ray start`, 1 CPU eac
   * wall of a cold `rldoctor check` (median of --checks), against the wall of a watch
     round (rldoctor_run_duration_seconds scraped after each round, median of rounds
     2..--rounds; round 1 joins the cluster and starts the probes);
-  * RSS of the watch process and of its collector child after 5 rounds and after --rounds
-    rounds, at --interval 1;
+  * RSS of the watch process and of its collector child after 5, 20, 50, 100, 150, 200
+    rounds (those up to --rounds) and after --rounds rounds, at --interval 1
+    (`--checks 0 --rounds 200 --ppo-window 0`: memory over 200 rounds alone, about 8 min);
   * with --ppo-window > 0: a PPO job (tests/ppo_job.py, 2 env runners, 400 env steps an
     iteration) runs throughout, and its env steps/s are measured over alternating windows
     without and with `rldoctor watch --interval 60` (off, on, ... --ppo-pairs times); the
@@ -37,6 +38,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from localcluster import BIN, LocalCluster, NodeSpec, free_ports  # noqa: E402
 
+# Rounds after which the RSS of the watch and of its collector child is read (and after the last).
+RSS_MARKS = (5, 20, 50, 100, 150, 200)
 STEPS_PER_ITERATION = 400  # tests/ppo_job.py: train_batch_size_per_learner = 200 x 2 runners
 
 
@@ -118,7 +121,7 @@ def round_walls(cluster: LocalCluster, rounds: int) -> dict:
                 seen = now
                 if seen >= 2:
                     walls.append(m["rldoctor_run_duration_seconds"])
-                if seen in (5, rounds):
+                if seen in RSS_MARKS or seen == rounds:
                     rss[seen] = watch.rss_mib()
                     cpu[seen] = (time.monotonic(), own_cpu_seconds(watch), cluster.cpu_seconds())
         failed = int(watch.metrics().get('rldoctor_rounds_total{result="failed"}', 0))
@@ -133,7 +136,8 @@ def round_walls(cluster: LocalCluster, rounds: int) -> dict:
     return {"rounds": seen, "failed_rounds": failed, **per_round,
             "round_wall_s_median": round(statistics.median(walls), 3) if walls else None,
             "round_wall_s_max": round(max(walls), 3) if walls else None,
-            "rss_mib_after_5": rss.get(5), f"rss_mib_after_{rounds}": rss.get(rounds)}
+            "rss_mib_after_5": rss.get(5), f"rss_mib_after_{rounds}": rss.get(rounds),
+            "rss_mib_by_round": rss}
 
 
 class PPO:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import statistics
 
 import pytest
 
 from conftest import FIXTURES
-from rldoctor.checks.network.links import cross_zone_spread, high_network_latency, slow_object_transfer
+from rldoctor.checks.network.links import (cross_zone_spread, high_network_latency, latency_bars,
+                                           paired_over_ms, slow_object_transfer)
 from rldoctor.model import Severity
 from rldoctor.snapshot import Snapshot
 
@@ -239,3 +241,53 @@ def test_past_the_pull_limit_a_sample_of_nodes_pulls_and_rld202_says_so():
     assert [n.subject for n in result.notes] == ["snapshot.network"], result.notes
     assert "measured on 64 of 1000 nodes, a random sample each check" in result.notes[0].message
     assert not _run_result(slow_object_transfer, HEALTHY).notes
+
+
+def _busy_host(over_ms: float) -> tuple[dict, str]:
+    """HEALTHY on a loaded host: every node's survey samples wander by 40 ms (so the noise
+    allowance is 80 ms), node 2 answers `over_ms` late, and its second look's 16 pairs with
+    the baseline each met the same load (a shared 0-60 ms) plus their own 0-10 ms."""
+    import random
+
+    rng = random.Random(48)
+    node = HEALTHY["nodes"][2]["node_id"]
+    data = _with_samples(with_latency(HEALTHY, node, over_ms), 40.0)
+    net = data["network"]
+    base = net["nodes"][net["baseline_node_id"]]["p50_ms"]
+    mine, peer = [], []
+    for _ in range(16):
+        load = rng.uniform(0, 60)
+        mine.append(round(base + over_ms + load + rng.uniform(0, 10), 3))
+        peer.append(round(base + load + rng.uniform(0, 10), 3))
+    net["nodes"][node]["recheck"] = {
+        "status": "ok", "peer_node_id": net["baseline_node_id"],
+        "p50_ms": statistics.median(mine), "peer_p50_ms": statistics.median(peer),
+        "samples_ms": mine, "peer_samples_ms": peer}
+    return data, node
+
+
+def test_rld201_on_a_busy_host_the_second_looks_pairs_report_a_delay_the_allowance_hid():
+    data, node = _busy_host(25.0)
+    assert latency_bars(data["network"], high_network_latency.params)["warn_ms"] > 25
+    [finding] = run(high_network_latency, data)
+    assert finding.subject == f"node:{node}" and finding.severity is Severity.FAIL
+    paired = finding.evidence["paired"]
+    assert paired["pairs"] == 16 and 20 < paired["low_ms"] < paired["median_ms"] < 30
+    assert "interleaved pairs" in finding.message
+
+
+def test_rld201_on_a_busy_host_a_healthy_node_beside_the_baseline_is_not_reported():
+    data, node = _busy_host(0.0)
+    entry = data["network"]["nodes"][node]
+    entry["p50_ms"] += 4  # the survey put it a little over (it was measured again)
+    result = _run_result(high_network_latency, data)
+    assert result.findings == []
+    paired = paired_over_ms(entry["recheck"])
+    assert paired["low_ms"] < 5 and abs(paired["median_ms"]) < 5
+
+
+def test_rld201_pairs_need_eight_of_them():
+    recheck = {"status": "ok", "samples_ms": [30.0] * 7, "peer_samples_ms": [1.0] * 7}
+    assert paired_over_ms(recheck) is None
+    assert paired_over_ms({**recheck, "samples_ms": [30.0] * 8, "peer_samples_ms": [1.0] * 8})[
+        "low_ms"] == 29.0

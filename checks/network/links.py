@@ -69,12 +69,39 @@ def _level(over: float, bars: dict) -> str | None:
     return None
 
 
+# The standard error of a median is about 1.2533 sigma / sqrt(n), and sigma about IQR / 1.349.
+_MEDIAN_SE_PER_IQR = 1.2533 / 1.349
+MIN_PAIRS = 8
+
+
+def paired_over_ms(recheck: dict) -> dict | None:
+    """What the second look's interleaved pairs (node, peer, node, peer, ...) say of the node's
+    own delay: each pair saw the same moment of the host's load, so their differences cancel
+    the load that both calls met, which the survey's noise allowance has to cover instead.
+    `low_ms` is the median difference less two standard errors of that median (from the
+    differences' own spread and count): a bound that a healthy node beside its peer (median
+    difference about 0) stays under however busy the host, and a node with a delay of its own
+    clears once there are enough pairs. None without MIN_PAIRS pairs."""
+    mine, peer = recheck.get("samples_ms") or [], recheck.get("peer_samples_ms") or []
+    diffs = [a - b for a, b in zip(mine, peer)]
+    if recheck.get("status") != "ok" or len(diffs) < MIN_PAIRS:
+        return None
+    middle = statistics.median(diffs)
+    spread = percentile(diffs, 75) - percentile(diffs, 25)
+    error = _MEDIAN_SE_PER_IQR * spread / len(diffs) ** 0.5
+    return {"pairs": len(diffs), "median_ms": round(middle, 3), "se_ms": round(error, 3),
+            "low_ms": round(middle - 2 * error, 3)}
+
+
 def latency_verdicts(snap, params: dict) -> dict[str, dict]:
     """Every node the survey put above the warn bar, with what the second look found.
 
     `level` is the severity the node keeps: the lower of the survey's and the second
     look's (a node must stay slow to be reported), None when it recovered; a node that
-    could not be measured again keeps the survey's level and says why.
+    could not be measured again keeps the survey's level and says why. The second look's
+    pairs can also report a node on their own, against the settings' bars without the
+    noise allowance (paired_over_ms): on a busy host the survey's allowance can grow past a
+    node's own delay, which its paired differences still show.
     """
     network = snap.get("network") or {}
     base_id, base_ms = _baseline(network)
@@ -87,20 +114,33 @@ def latency_verdicts(snap, params: dict) -> dict[str, dict]:
             continue
         over = entry["p50_ms"] - base_ms
         first = _level(over, bars)
-        if first is None:
+        recheck = entry.get("recheck") or {}
+        paired = paired_over_ms(recheck)
+        by_pairs = _level(paired["low_ms"], params) if paired else None
+        if first is None and by_pairs is None:
             continue
         verdict = {"over_ms": round(over, 3), "survey_level": first, "level": first,
                    "bars": bars, "remeasured": False}
-        recheck = entry.get("recheck") or {}
         if recheck.get("status") == "ok":
             again = recheck["p50_ms"] - recheck["peer_p50_ms"]
             second = _level(again, bars)
+            both = min(first, second, key=lambda lv: _RANK[lv])
             verdict.update(remeasured=True, recheck_over_ms=round(again, 3),
-                           level=min(first, second, key=lambda lv: _RANK[lv]))
+                           level=max(both, by_pairs, key=lambda lv: _RANK[lv]))
+            if paired:
+                verdict.update(paired=paired, paired_level=by_pairs)
         elif recheck:
             verdict["recheck_problem"] = recheck.get("error") or recheck.get("reason")
         verdicts[node_id] = verdict
     return verdicts
+
+
+def _paired_words(verdict: dict) -> str:
+    paired = verdict.get("paired")
+    if not (paired and verdict.get("paired_level")):
+        return ""
+    return (f" (slower than the baseline by {paired['median_ms']:.1f} ms "
+            f"+/- {paired['se_ms']:.1f} over {paired['pairs']} interleaved pairs)")
 
 
 def slow_nodes(snap, params: dict) -> dict[str, tuple[float, str]]:
@@ -144,7 +184,10 @@ def high_network_latency(snap, params):
         by twice the spread of the round trips (p90 - p10, median over the nodes), so a
         busy cluster's jitter is not taken for a slow link. A node is reported only when
         a second measurement, interleaved with the baseline's, finds it slow again; a node
-        that recovers is named in the check's notes with both measurements.
+        that recovers is named in the check's notes with both measurements. The second
+        measurement's pairs also report a node on their own when their median difference,
+        less two standard errors, is over the plain 5/20 ms: each pair met the same load,
+        so a busy host's jitter cancels there and a node's own delay does not.
 
     Advice:
         A common troubleshooting table says "high network latency: nodes spread over
@@ -170,6 +213,8 @@ def high_network_latency(snap, params):
                     "bars_ms": verdict["bars"], "remeasured": verdict["remeasured"]}
         if recheck:
             evidence["recheck"] = recheck
+        if verdict.get("paired"):
+            evidence["paired"] = verdict["paired"]
         if verdict.get("recheck_problem"):
             evidence["recheck_problem"] = verdict["recheck_problem"]
         if verdict["level"] is None:
@@ -181,6 +226,7 @@ def high_network_latency(snap, params):
             continue
         again = (f"; measured again beside the baseline: {verdict['recheck_over_ms']:.1f} ms over"
                  if verdict["remeasured"] else "")
+        again += _paired_words(verdict)
         yield finding(
             verdict["level"], f"node:{node_id}",
             f"round trip to {_describe(node_id, node, label)} is {entry['p50_ms']:.1f} ms (p95 "

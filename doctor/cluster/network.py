@@ -33,7 +33,11 @@ CALL_TIMEOUT_S = 2.0
 # node near a threshold always has its second look.
 LATENCY_SUSPECT_MS = 2.0
 BANDWIDTH_SUSPECT_FRACTION = 0.5
-RECHECK_PINGS = 8  # per node, interleaved with the peer's
+# Pairs per node, interleaved with the peer's: RLD201 bounds the median of the paired
+# differences by its standard error, which shrinks with the square root of the pairs; past
+# the second look's time budget a node stops at RECHECK_MIN_PINGS pairs.
+RECHECK_PINGS = 16
+RECHECK_MIN_PINGS = 8
 RECHECK_PULLS = 2
 MAX_RECHECKED_NODES = 8
 RECHECK_BUDGET_S = 4.0  # extra wall time the second look may take in all
@@ -84,14 +88,18 @@ def _ping_rounds(fleet, nodes: list[str], rounds: int, budget) -> tuple[dict, di
     return samples, errors
 
 
-def _interleaved_pings(suspect, peer, count: int, budget) -> tuple[list[float], list[float]]:
-    """Ping suspect, then peer, alternately; both see the same moments of load."""
+def _interleaved_pings(suspect, peer, count: int, budget,
+                       time_left=lambda: True) -> tuple[list[float], list[float]]:
+    """Ping suspect, then peer, alternately; both see the same moments of load. Past
+    RECHECK_MIN_PINGS pairs, only while `time_left()`."""
     import ray
 
     mine, theirs = [], []
     for actor in (suspect, peer):  # warm both paths
         ray.get(actor.ping.remote(), timeout=budget.left(CALL_TIMEOUT_S))
-    for _ in range(count):
+    for i in range(count):
+        if i >= RECHECK_MIN_PINGS and not time_left():
+            break
         for actor, out in ((suspect, mine), (peer, theirs)):
             started = time.perf_counter()
             ray.get(actor.ping.remote(), timeout=budget.left(CALL_TIMEOUT_S))
@@ -169,7 +177,7 @@ def _recheck(fleet, result: dict, baseline: str | None, object_bytes: int, budge
             continue
         try:
             mine, base = _interleaved_pings(fleet.actors[node_id], fleet.actors[baseline],
-                                            RECHECK_PINGS, budget)
+                                            RECHECK_PINGS, budget, time_left)
         except Exception as exc:
             entry["recheck"] = {"status": "error", "error": first_line(exc, 200)}
             continue

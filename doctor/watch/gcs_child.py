@@ -54,6 +54,8 @@ def serve(address: str | None, timeout_s: float, answers) -> int:
                     return 1
                 doc.setdefault("timing", {})["probes_kept"] = session.fleet.probe_count
                 _answer(answers, {"ok": True, "doc": doc})
+                del doc
+                give_back_free_memory()
         except _Stop:
             pass
         finally:
@@ -62,6 +64,26 @@ def serve(address: str | None, timeout_s: float, answers) -> int:
             if session is not None:
                 session.close(leave=False)
     return 0
+
+
+def give_back_free_memory() -> bool:
+    """Hand the memory glibc keeps free after a round back to the system (malloc_trim).
+
+    Measured over 90 rounds at --interval 1 (benchmarks/watch_child_memory.py): the Python
+    heap and the bytes in use stay flat, while the free bytes glibc keeps in its two arenas
+    (rldoctor.watch.rounds.CHILD_MALLOC_ARENAS) grew from 20 to 52 MiB by round 20. False
+    where the C library has no malloc_trim (musl, macOS)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
+    return True
 
 
 def _answer(answers, payload: dict) -> None:
