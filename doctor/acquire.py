@@ -22,6 +22,21 @@ def chosen_address(address: str | None) -> str | None:
     return address or os.environ.get("RAY_ADDRESS") or None
 
 
+def keep_time_for_the_join(address: str | None, timeout_s: float) -> None:
+    """A process outside this interpreter keeps the join's bound (Ray's registration may hold
+    the GIL past every Python timeout: rldoctor.joinwatch). It forks, so it is called before
+    Ray is imported and before any thread starts: a thread running at the fork is gone in the
+    process that goes on, and an import lock it held then is held forever there. A command that
+    starts a thread beside the join (preflight reads the training's config in one) calls it
+    first; `take_snapshot` calls it again, which then does nothing. No-op for a dashboard
+    address (nothing joins)."""
+    wanted = chosen_address(address)
+    if not is_dashboard_address(wanted):
+        from rldoctor import joinwatch
+
+        joinwatch.guard(timeout_s, wanted or "auto")
+
+
 def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, extras=(),
                   window_s: float | None = None) -> dict:
     """`window_s` (check --since): how far back ended jobs count; 24 h if None."""
@@ -32,9 +47,7 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
         return collect_through_dashboard(wanted, timeout_s, extras=extras, window_s=window_s)
     from rldoctor import joinwatch
 
-    # A process outside this interpreter keeps the join's bound (Ray's registration may hold
-    # the GIL past every Python timeout); before Ray is imported, which the fork needs.
-    joinwatch.guard(timeout_s, wanted or "auto")
+    keep_time_for_the_join(address, timeout_s)
     from rldoctor.cluster import connect
     from rldoctor.cluster.session import collect_snapshot
 

@@ -227,3 +227,28 @@ def test_collect_goes_through_the_same_time_keeper_and_writes_nothing(tmp_path):
         "rldoctor: Ray did not let rldoctor join the cluster at 127.0.0.1:1 as a driver within "
         "1s (--timeout)"), done.stderr
     assert done.stdout == "" and not out.exists()
+
+
+def test_preflight_forks_its_time_keeper_before_the_plans_thread_starts(monkeypatch):
+    """A fork while preflight's thread imported RLlib left the joining process without that
+    thread, stuck on the import lock it held, until the keeper ended it at --timeout (about 1
+    preflight in 11 on a quiet host). The keeper is forked first; the thread starts after."""
+    from rldoctor.commands import preflight
+    from rldoctor.inputs import training
+
+    order = []
+
+    class Stop(Exception):
+        pass
+
+    def plan_loader(target, env):
+        order.append("plan's thread")
+        raise Stop
+
+    monkeypatch.setattr(joinwatch, "guard", lambda timeout_s, address: order.append("keeper"))
+    monkeypatch.setattr(training, "PlanLoader", plan_loader)
+    try:
+        preflight.run("pkg.mod:config", "127.0.0.1:6999", None, "json", None, "fail", 30.0)
+    except Stop:
+        pass
+    assert order == ["keeper", "plan's thread"]

@@ -61,10 +61,14 @@ def run(target, address, runtime_env, fmt, output, fail_on, timeout, ignores=(),
     env = parse_runtime_env(runtime_env)
     require_ray("preflight (it reads your AlgorithmConfig with RLlib)")
     require_ray_for_address(address)
+    from rldoctor.acquire import keep_time_for_the_join, take_snapshot
     from rldoctor.inputs.training import PlanLoader
 
+    # the join's time keeper forks before the plan's thread starts (rldoctor.acquire): forked
+    # while that thread imported RLlib, the joining process lost it and hung on its import lock
+    keep_time_for_the_join(address, timeout)
     plan = PlanLoader(target, env)  # read beside the join; a TARGET that is no path or
-    from rldoctor.acquire import take_snapshot  # MODULE:ATTR ends here, at once
+    # MODULE:ATTR ends here, at once
     from rldoctor.cluster.preflight import Preflight
 
     doc = take_snapshot(address, timeout_s=timeout, leave=False, extras=(Preflight(plan),))
