@@ -520,7 +520,8 @@ def three_nodes(zones=("zone-a", "zone-a", "zone-a"), **head_kwargs) -> LocalClu
 def demo() -> int:
     """Start a 3-node cluster, run `rldoctor check` against it, then a PPO job with a hung
     env runner and the check that names it, then `rldoctor watch` scraped by Prometheus while
-    a crash loop fires its alert (tests/demo_watch.py), then a PPO job whose env raises
+    a crash loop fires its alert (tests/demo_watch.py), then a preflight that stops a training
+    that could never be placed, then a PPO job whose env raises
     (restarts off) diagnosed after the fact: RLD405 on the cluster, and the same from the head's
     session directory once the cluster is stopped; stop it whatever happens."""
     cluster = three_nodes()
@@ -551,6 +552,8 @@ def demo() -> int:
             from demo_watch import demo_watch
 
             code = demo_watch(cluster)
+        if code == 0:
+            code = _demo_preflight(cluster)
         if code == 0:
             kept = Path(tempfile.mkdtemp(prefix="rldoctor-demo-logs-"))
             code = _demo_failed_training(cluster, kept)
@@ -610,6 +613,22 @@ def _demo_hung_runner(cluster: LocalCluster) -> int:
 
 
 DEMO_JOB = "demo-warehouse-sensor"
+
+
+def _demo_preflight(cluster: LocalCluster) -> int:
+    """Before a training is submitted: `rldoctor preflight` of a PPO config that asks for 40 env
+    runners (tests/targets/preflight/configs.py) on this 3-CPU cluster says it can never be
+    placed (RLD901), so that job is never submitted."""
+    target = "tests.targets.preflight.configs:too_many_runners"
+    print(f"\nbefore submitting a PPO training of 40 env runners, running: rldoctor preflight "
+          f"{target} --address {cluster.address}\n", flush=True)
+    root = Path(__file__).resolve().parent.parent
+    code = subprocess.call([str(BIN / "rldoctor"), "preflight", target, "--address",
+                            cluster.address, "--timeout", "120"],
+                           env=cluster.client_env(PYTHONPATH=str(root)), cwd=root)
+    print(f"\nrldoctor exited {code} (1: this training would never be placed here, so it is "
+          "not submitted)", flush=True)
+    return 0 if code == 1 else 1
 
 
 def _demo_failed_training(cluster: LocalCluster, keep: Path) -> int:

@@ -49,6 +49,7 @@ LONG_FIRST: list[str] = [
     "test_e2e_bundle_replaced_runner", "test_smoke_e2e", "test_e2e_dashboard",
     "test_e2e_workers_not_starting_default", "test_e2e_training", "test_e2e_postmortem_logs",
     "test_serialization_e2e", "test_e2e_userlogs", "test_e2e_cgroup", "test_client_only",
+    "test_e2e_preflight",
 ]
 
 
