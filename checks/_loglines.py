@@ -84,6 +84,11 @@ def findings(snap, code: str, already=()) -> list:
         hits = [h for h in hits if not h.get("consequence")]
     told = " ".join(f.message for f in already)
     hits = [h for h in hits if not (h.get("exception") and h["exception"][:60] in told)]
+    # the worker a finding of the check already names (a failed job's runner): its lines are
+    # that finding's story, not a second one
+    told_pids = {str(dig(f.evidence, "worker", "pid")) for f in already
+                 if dig(f.evidence, "worker", "pid")}
+    hits = [h for h in hits if str(dig(h, "names", "pid") or "") not in told_pids]
     taken = {f.subject for f in already}
     ips_to_nodes = {}
     for h in snap.field("log_lines", "items") or []:

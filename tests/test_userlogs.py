@@ -293,3 +293,23 @@ def test_a_node_stopped_or_scaled_down_on_purpose_is_no_finding():
               b"reason = AUTOSCALER_DRAIN_IDLE, death message = idle for 60 s node_id=" + b"b" * 56 + b"\n")
     snap, _, _ = source.read("-", stdin=pasted)
     assert snap.get("log_lines")["items"] == []
+
+
+def test_a_failed_jobs_runner_is_one_finding_not_a_second_from_its_lines():
+    """The runner whose exception failed the job is the job's RLD405 (with its pid): its own
+    lines in the logs are that finding's story, not a second RLD405 on its node. A worker the
+    job's finding does not name still gets its own."""
+    from rldoctor.checks import _loglines
+    from rldoctor.engine.registry import fail
+    from rldoctor.snapshot import Snapshot
+
+    def hit(pid):
+        return {"code": "RLD405", "kind": "exception", "severity": "fail", "file": f"worker-{pid}.err",
+                "cause": "an RLlib env's step() raised", "names": {"pid": str(pid), "ip": "127.0.0.11"},
+                "time": 1796600000.0}
+
+    snap = Snapshot({"schema": "rldoctor.snapshot/v1", "log_lines": {"items": [hit(18481), hit(4242)]}})
+    job = fail("job:warehouse-sensor", "the job failed: its env runner (pid 18481) raised",
+               {"worker": {"class_name": "SingleAgentEnvRunner", "pid": 18481}}, "")
+    found = _loglines.findings(snap, "RLD405", [job])
+    assert [f.evidence["names"]["pid"] for f in found] == ["4242"], [f.message for f in found]
