@@ -199,3 +199,19 @@ def cluster3(tmp_path_factory):
     specs[1].env["PYTHONPATH"] = str(site)
     with LocalCluster(specs) as cluster:
         yield cluster
+
+
+def pytest_report_header(config):
+    """The host's /tmp as RLD305 judges a node's temp dir (every test cluster's is under it): a
+    disk close to Ray's threshold is a true RLD305 on every healthy test cluster, said here
+    first so that the failures it causes are read for what they are."""
+    from rldoctor.checks.memory.disk import RAY_DEFAULT_THRESHOLD, disk_pressure
+
+    fs = os.statvfs("/tmp")
+    total, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
+    used = 1 - free / total if total else 0.0
+    headroom = free - total * (1 - RAY_DEFAULT_THRESHOLD)
+    close = (used >= RAY_DEFAULT_THRESHOLD - disk_pressure.params["warn_margin"]
+             and headroom < disk_pressure.params["warn_headroom_bytes"])
+    line = f"host /tmp: {used:.1%} full by Ray's arithmetic, {headroom / 2**30:.1f} GiB before Ray's {RAY_DEFAULT_THRESHOLD:g}"
+    return line + (": CLOSE TO FULL, healthy test clusters will show RLD305" if close else "")

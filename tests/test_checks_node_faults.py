@@ -40,6 +40,34 @@ def test_rld305_thresholds_around_rays_default(used, expected):
     assert [f.severity for f in findings] == ([] if expected is None else [expected])
 
 
+def large_disk(data: dict, total_gib: float, used: float, store_gib: float | None = None) -> None:
+    fs = full_fs(data)
+    fs["total_bytes"] = int(total_gib * 2**30)
+    fs["free_bytes"] = int(total_gib * 2**30 * (1 - used))
+    fs["used_fraction"] = used
+    if store_gib is not None:
+        node = next(n for n in data["nodes"] if n["node_id"] == FULL)
+        node["resources_total"]["object_store_memory"] = store_gib * 2**30
+
+
+def test_rld305_a_large_disk_near_the_line_with_tens_of_gib_to_go_is_no_finding():
+    # A CI host's 252 GiB disk at 85.5 % (by Ray's arithmetic: available against capacity)
+    # still has 24 GiB before Ray's 0.95: that is how many nodes run, not a warning.
+    data = copy.deepcopy(SNAP)
+    large_disk(data, 252, 0.855)
+    assert run(disk_pressure, data) == []
+    large_disk(data, 252, 0.92)  # 7.6 GiB to go: under the 10 GiB floor
+    [finding] = run(disk_pressure, data)
+    assert finding.severity is Severity.WARN and "7.6 GiB left before it, less than 10.0 GiB" in finding.message
+    assert 7 * 2**30 < finding.evidence["headroom_bytes"] < 8 * 2**30
+    large_disk(data, 1000, 0.90, store_gib=60)  # 50 GiB to go, but the store can spill 60 at once
+    [finding] = run(disk_pressure, data)
+    assert finding.severity is Severity.WARN and "object store" in finding.message, finding.message
+    large_disk(data, 1000, 0.97)  # over the line: a fail, however much is left
+    [finding] = run(disk_pressure, data)
+    assert finding.severity is Severity.FAIL
+
+
 def test_rld305_reads_the_threshold_from_the_cluster_first_then_the_node_env():
     data = copy.deepcopy(SNAP)
     data["hosts"][FULL]["disk"]["threshold_env"] = "0.99"

@@ -294,8 +294,9 @@ def test_shipped_package_is_the_cluster_side_and_what_it_needs():
     # own): 100.19 KiB; + 16.1 KiB for the catalogue of Ray's lines and its line reader
     # (rldoctor.raylog: catalogue, lines, kinds, hits), which the probes read a live node's
     # logs with as `check --from` reads a dead one's, and the live log_lines section (issue
-    # 47): 116.41 KiB
-    assert len(package.build().data) < 116.5 * 1024
+    # 47): 116.41 KiB; + 0.3 KiB for a snapshot of fewer sections (sections.needed_for and
+    # `follows`: the preflight's, inside the collectors' job too; issue 50): 116.71 KiB
+    assert len(package.build().data) < 116.8 * 1024
 
 
 def test_a_client_module_imported_by_the_cluster_side_is_caught(monkeypatch):

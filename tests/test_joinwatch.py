@@ -229,26 +229,28 @@ def test_collect_goes_through_the_same_time_keeper_and_writes_nothing(tmp_path):
     assert done.stdout == "" and not out.exists()
 
 
-def test_preflight_forks_its_time_keeper_before_the_plans_thread_starts(monkeypatch):
-    """A fork while preflight's thread imported RLlib left the joining process without that
-    thread, stuck on the import lock it held, until the keeper ended it at --timeout (about 1
-    preflight in 11 on a quiet host). The keeper is forked first; the thread starts after."""
+def test_preflight_forks_its_time_keeper_before_the_plans_process_starts(monkeypatch):
+    """The keeper's fork leaves the original process as the keeper and goes on in the child:
+    a plan reader started before it would be the keeper's child, which the joining process can
+    neither wait for nor kill (it read a plan that Ctrl-C or an error left running). Before
+    that, a fork while a thread imported RLlib left the joining process stuck on the import
+    lock that thread held. The keeper is forked first; the plan's process starts after."""
     from rldoctor.commands import preflight
-    from rldoctor.inputs import training
+    from rldoctor.inputs import plan_reader
 
     order = []
 
     class Stop(Exception):
         pass
 
-    def plan_loader(target, env):
-        order.append("plan's thread")
+    def plan_loader(target, env, timeout_s):
+        order.append("plan's process")
         raise Stop
 
     monkeypatch.setattr(joinwatch, "guard", lambda timeout_s, address: order.append("keeper"))
-    monkeypatch.setattr(training, "PlanLoader", plan_loader)
+    monkeypatch.setattr(plan_reader, "PlanLoader", plan_loader)
     try:
         preflight.run("pkg.mod:config", "127.0.0.1:6999", None, "json", None, "fail", 30.0)
     except Stop:
         pass
-    assert order == ["keeper", "plan's thread"]
+    assert order == ["keeper", "plan's process"]

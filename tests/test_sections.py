@@ -191,3 +191,34 @@ def test_a_section_that_runs_alone_starts_first_and_nothing_runs_beside_it():
     assert spans["pings"][0] >= fleet_end and spans["facts"][0] >= fleet_end
     assert spans["early"][0] < fleet_start < spans["early"][1]  # already running: not held back
     assert spans["fleet"][0] - spans["nodes"][1] < 0.1
+
+
+def test_a_snapshot_of_fewer_sections_runs_what_they_need_and_what_follows_only_if_there():
+    order = []
+
+    def step(name):
+        def collect(ctx):
+            order.append(name)
+            return name
+        return collect
+
+    found = ordered({"a": Section("a", step("a")), "slow": Section("slow", step("slow"), needs=("a",)),
+                     "b": Section("b", step("b"), needs=("a",), follows=("slow",)),
+                     "other": Section("other", step("other"))})
+    everything = _ctx()
+    run(everything, found)
+    assert order.index("slow") < order.index("b")  # all collected: b waits for slow
+    order.clear()
+    fewer = _ctx()
+    run(fewer, sections.needed_for(found, ["b"]))
+    assert order == ["a", "b"] and set(fewer.doc) == {"collectors", "a", "b"}
+    with pytest.raises(ValueError, match="no section 'nope'"):
+        sections.needed_for(found, ["nope"])
+
+
+def test_the_preflight_snapshot_leaves_out_the_round_trips_jobs_and_actors():
+    from rldoctor.cluster.preflight import Preflight
+
+    chosen = sections.needed_for(sections.found(), Preflight.sections)
+    assert {"nodes", "hosts", "versions", "autoscaler", "probes"} <= set(chosen)
+    assert not {"network", "reach", "jobs", "actors", "workers", "training"} & set(chosen), chosen

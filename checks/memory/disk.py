@@ -67,7 +67,31 @@ def _fix(paths: dict, contents: dict) -> str:
             "`local_fs_capacity_threshold` only postpones the OutOfDiskError.")
 
 
-@check("RLD305", "disk-pressure", area="memory", requires=("hosts|logged_host_faults",), params={"warn_margin": 0.10})
+def _headroom(fs: dict, threshold: float) -> int | None:
+    """Bytes Ray may still write on the file system before it refuses (its own arithmetic:
+    available space against capacity × (1 - threshold))."""
+    total, free = fs.get("total_bytes"), fs.get("free_bytes")
+    if not isinstance(total, (int, float)) or not isinstance(free, (int, float)):
+        return None
+    return max(0, int(free - total * (1.0 - threshold)))
+
+
+def _close_enough(snap, node_id: str, headroom: int | None, params) -> tuple[bool, str]:
+    """A file system within the margin of the threshold is close to it only when what is left
+    is small: under the floor, or under what the node's object store could spill at once. A
+    large disk at 86 % with tens of GiB to go is how many nodes run."""
+    store = dig(snap.node(node_id) or {}, "resources_total", "object_store_memory") or 0
+    limit = max(params["warn_headroom_bytes"], int(store))
+    if headroom is None or headroom < limit:
+        which = ("the node's object store, which spilling can write at once"
+                 if store > params["warn_headroom_bytes"] else f"{size(params['warn_headroom_bytes'])}")
+        return True, ("" if headroom is None else
+                      f"; {size(headroom)} left before it, less than {which}")
+    return False, ""
+
+
+@check("RLD305", "disk-pressure", area="memory", requires=("hosts|logged_host_faults",),
+       params={"warn_margin": 0.10, "warn_headroom_bytes": 10 * 2**30})
 @_loglines.also("RLD305", needs=("hosts",))
 def disk_pressure(snap, params):
     """A node's temp, log or spill file system near or over Ray's local_fs_capacity_threshold.
@@ -84,7 +108,10 @@ def disk_pressure(snap, params):
         objects spilled from a full object store (kept until every reference is released),
         and the object store's fallback files. Above `local_fs_capacity_threshold` (0.95 by
         default; read from the cluster, not assumed) of its file system, Ray refuses to create
-        objects that would need spilling.
+        objects that would need spilling. Within 10 points of it the file system is close to full only
+        when what is left before it is small too: under 10 GiB, or under the node's object
+        store (spilling can write that much at once); a large disk at 86 % with tens of GiB to
+        go is how many nodes run.
 
     Fix:
         The evidence lists what fills the file system, with sizes. Delete old `session_*`
@@ -105,6 +132,10 @@ def disk_pressure(snap, params):
             if used is None or used < threshold - params["warn_margin"]:
                 continue
             over = used >= threshold
+            headroom = _headroom(fs, threshold)
+            close, left = (True, "") if over else _close_enough(snap, node_id, headroom, params)
+            if not close:
+                continue
             roles = ", ".join(_ROLE_WORDS.get(r, r) for r in fs["paths"])
             first = next(iter(fs["paths"].values()))
             contents = fs.get("contents") or {}
@@ -113,13 +144,13 @@ def disk_pressure(snap, params):
                        f"({_size(fs.get('free_bytes'))} free of {_size(fs.get('total_bytes'))}), "
                        + (f"over Ray's local_fs_capacity_threshold {threshold:g}: object creation "
                           "fails with OutOfDiskError when spilling is needed" if over else
-                          f"close to Ray's local_fs_capacity_threshold {threshold:g}")
+                          f"close to Ray's local_fs_capacity_threshold {threshold:g}{left}")
                        + (f". What fills it: {'; '.join(fills)}" if fills else ""))
             if raylet_said:
                 message += f'. The raylet says ({raylet_said["count"]}x): "{raylet_said["lines"][-1][-240:]}"'
             evidence = {"node_id": node_id, "paths": fs["paths"], "device": fs.get("device"),
                         "total_bytes": fs.get("total_bytes"), "free_bytes": fs.get("free_bytes"),
-                        "used_fraction": used, "threshold": threshold, "threshold_source": source,
+                        "used_fraction": used, "headroom_bytes": headroom, "threshold": threshold, "threshold_source": source,
                         "contents": contents, "raylet_log": raylet_said,
                         "errors": disk.get("errors") or [], "probe_status": disk.get("status")}
             yield (fail if over else warn)(f"node:{node_id}", message, evidence,

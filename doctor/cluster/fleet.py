@@ -307,7 +307,7 @@ def probes_step(ctx) -> None:
     ctx.fleet.gather(ctx.budget, ctx.value("silent_raylets"))
 
 
-@section("probe_followup", needs=("network",), requires=("probes",), keep=False)
+@section("probe_followup", follows=("network",), requires=("probes",), keep=False)
 def probe_followup_step(ctx) -> None:
     """A second look at the nodes whose probe went quiet, and Ray's words about them."""
     from rldoctor.cluster.node_logs import read_for_failed_probes

@@ -50,6 +50,9 @@ class Preflight:
     """The extra that fills `preflight` in the snapshot document."""
 
     __name__ = "preflight"
+    # What a preflight reports besides its own section (rldoctor.commands.preflight): the
+    # snapshot collects these and what they need, not the jobs, actors or round trips.
+    sections = ("nodes", "hosts", "versions", "autoscaler")
 
     def __init__(self, plan):
         """`plan`: the plan (a dict), or what gives it (rldoctor.inputs.training.PlanLoader)."""

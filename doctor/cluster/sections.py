@@ -8,7 +8,9 @@ A module of this folder declares each section it fills with `@section`:
 
 `needs` are the sections that must be over before this one starts (their values are in
 `ctx.doc`, or for a step in `ctx.value(name)`); a section in `requires` must also have come back,
-or this one is not run and says which one it waited for. A step (`keep=False`) is part of the
+or this one is not run and says which one it waited for. A section in `follows` is waited for
+only when it is collected at all: a snapshot that asks for fewer sections (`needed_for`, the
+preflight's) leaves it out without leaving this one out. A step (`keep=False`) is part of the
 collection whose value feeds other sections, not the snapshot (the probe fleet's start, the
 raylet pings). `record_of` names the section whose collector record this one shares (one probe
 round fills `versions` and `hosts`). A section that runs `alone` starts before the sections that
@@ -28,7 +30,7 @@ import importlib
 import pkgutil
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from rldoctor.errors import first_line
@@ -47,20 +49,27 @@ class Section:
     keep: bool = True
     record_of: str | None = None
     alone: bool = False
+    follows: tuple[str, ...] = ()
 
     @property
-    def after(self) -> tuple[str, ...]:
+    def pulls(self) -> tuple[str, ...]:
+        """The sections this one cannot run without."""
         return tuple(dict.fromkeys(self.needs + self.requires + (
             (self.record_of,) if self.record_of else ())))
 
+    @property
+    def after(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.pulls + self.follows))
+
 
 def section(name: str, *, needs: Iterable[str] = (), requires: Iterable[str] = (),
-            keep: bool = True, record_of: str | None = None, alone: bool = False):
+            keep: bool = True, record_of: str | None = None, alone: bool = False,
+            follows: Iterable[str] = ()):
     """Declare the decorated `(ctx) -> value` as the collector of snapshot section `name`."""
 
     def wrap(func):
         func.__rldoctor_section__ = Section(name, func, tuple(needs), tuple(requires), keep,
-                                            record_of, alone)
+                                            record_of, alone, tuple(follows))
         return func
 
     return wrap
@@ -125,6 +134,23 @@ def ordered(sections: dict[str, Section]) -> dict[str, Section]:
         for s in ready:
             done[s.name] = s
     return done
+
+
+def needed_for(sections: dict[str, Section], wanted: Iterable[str]) -> dict[str, Section]:
+    """The sections `wanted` and every one they cannot run without, in order; a `follows` on a
+    section left out is dropped. A wanted name that no section declares is a ValueError."""
+    keep: set[str] = set()
+    todo = list(wanted)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        if name not in sections:
+            raise ValueError(f"no section {name!r} to collect")
+        keep.add(name)
+        todo.extend(sections[name].pulls)
+    return ordered({n: replace(s, follows=tuple(f for f in s.follows if f in keep))
+                    for n, s in sections.items() if n in keep})
 
 
 def _collected(ctx: Context, s: Section) -> dict:

@@ -145,11 +145,16 @@ class LiveSession:
 
     def _collect(self, doc: dict, budget: Budget, timing: dict, extras) -> None:
         """Every section the modules of rldoctor.cluster declare (rldoctor.cluster.sections),
-        each started as soon as what it needs is read, then the extras."""
+        each started as soon as what it needs is read, then the extras. When every extra names
+        the sections it reads (`sections`: the preflight's), only those and what they need."""
         from rldoctor.cluster import sections
 
         ctx = sections.Context(self.conn, budget, self.fleet, doc, timing)
-        sections.run(ctx, sections.found())
+        wanted = [getattr(extra, "sections", None) for extra in extras]
+        chosen = sections.found()
+        if wanted and all(wanted):
+            chosen = sections.needed_for(chosen, [name for names in wanted for name in names])
+        sections.run(ctx, chosen)
         timing["probed_s"] = max((ended for name, ended in timing.get("sections_ended_s", {}).items()
                                   if name in ("probes", "reach", "network", "probe_followup")),
                                  default=budget.elapsed())

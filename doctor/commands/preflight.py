@@ -17,10 +17,13 @@ from rldoctor.errors import UsageError
 from rldoctor.model import Severity
 from rldoctor.output import write_text
 
-# What the report of a preflight is made of: the nodes, the autoscaler and what the probes read;
-# not the timeline of past jobs or the trainings running now (`rldoctor check` reports those).
+from rldoctor.cluster.preflight import SECTION, Preflight
+
+# What the report of a preflight is made of: the nodes, the autoscaler and what the probes read
+# (the sections its snapshot collects); not the timeline of past jobs or the trainings running
+# now (`rldoctor check` reports those).
 REPORTED_SECTIONS = ("schema", "created_at", "rldoctor_version", "source", "collectors", "notes",
-                     "timing", "nodes", "hosts", "versions", "autoscaler", "preflight")
+                     "timing", *Preflight.sections, SECTION)
 
 
 def parse_runtime_env(text: str | None) -> dict | None:
@@ -49,28 +52,37 @@ def _codes(registry) -> list[str]:
 
 def run(target, address, runtime_env, fmt, output, fail_on, timeout, ignores=(), config=None,
         verbose=False) -> int:
+    from rldoctor.inputs.plan_reader import PlanLoader
+    from rldoctor.install import require_ray, require_ray_for_address
+
+    env = parse_runtime_env(runtime_env)
+    require_ray("preflight (it reads your AlgorithmConfig with RLlib)")
+    require_ray_for_address(address)
+    from rldoctor.acquire import keep_time_for_the_join
+
+    keep_time_for_the_join(address, timeout)  # it forks: this process goes on as the child
+    # then the plan is read by a child process beside everything else (RLlib's import
+    # is the longest path of a preflight: rldoctor.inputs.plan_reader); a TARGET that is no
+    # path or MODULE:ATTR ends here, at once
+    plan = PlanLoader(target, env, timeout_s=timeout)
+    try:
+        return _diagnose(plan, target, address, fmt, output, fail_on, timeout, ignores, config,
+                         verbose)
+    finally:
+        plan.close()  # an error, or Ctrl-C, before the plan was read: the child goes too
+
+
+def _diagnose(plan, target, address, fmt, output, fail_on, timeout, ignores, config,
+              verbose) -> int:
     from rldoctor import snapshot as snapshots
+    from rldoctor.acquire import take_snapshot
     from rldoctor.engine.pipeline import Diagnosis
     from rldoctor.engine.registry import load_registry
-    from rldoctor.install import require_ray, require_ray_for_address
     from rldoctor.report.render import RENDERERS
 
     registry = load_registry()
     diagnosis = Diagnosis.from_options(ignores=ignores, config=config, codes=_codes(registry),
                                        registry=registry, preflight=True)
-    env = parse_runtime_env(runtime_env)
-    require_ray("preflight (it reads your AlgorithmConfig with RLlib)")
-    require_ray_for_address(address)
-    from rldoctor.acquire import keep_time_for_the_join, take_snapshot
-    from rldoctor.inputs.training import PlanLoader
-
-    # the join's time keeper forks before the plan's thread starts (rldoctor.acquire): forked
-    # while that thread imported RLlib, the joining process lost it and hung on its import lock
-    keep_time_for_the_join(address, timeout)
-    plan = PlanLoader(target, env)  # read beside the join; a TARGET that is no path or
-    # MODULE:ATTR ends here, at once
-    from rldoctor.cluster.preflight import Preflight
-
     doc = take_snapshot(address, timeout_s=timeout, leave=False, extras=(Preflight(plan),))
     plan.get()  # a TARGET that gave no config: its one line (the extra could only note it)
     snap = snapshots.validate({k: v for k, v in doc.items() if k in REPORTED_SECTIONS},

@@ -360,34 +360,3 @@ def check_target(target: str) -> None:
         return
     raise UsageError(f"TARGET {target!r}: expected MODULE:ATTR of an AlgorithmConfig, a "
                      "script that builds one (train.py), or a checkpoint directory")
-
-
-class PlanLoader:
-    """The plan, read in a thread while the cluster is joined and its snapshot taken (reading
-    RLlib takes seconds, so does the snapshot); `get()` waits for it and re-raises what the
-    reading raised (a UsageError: one line, exit 2). A script is read first, before the join:
-    its entry points are replaced process-wide while it runs (`ray.init` among them)."""
-
-    def __init__(self, target: str, runtime_env: dict | None = None):
-        import threading
-
-        check_target(target)
-        self._plan: dict | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._load, args=(target, runtime_env),
-                                        name="rldoctor-plan", daemon=True)
-        self._thread.start()
-        if Path(target).suffix == ".py" and ":" not in target:
-            self.get()
-
-    def _load(self, target, runtime_env) -> None:
-        try:
-            self._plan = plan_of(target, runtime_env)
-        except BaseException as exc:  # noqa: BLE001 (handed to the caller by get())
-            self._error = exc
-
-    def get(self) -> dict:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._plan
