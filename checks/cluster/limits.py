@@ -21,18 +21,18 @@ def _where(snap, node_id: str) -> str:
     return snap.label(node_id)
 
 
-_NOFILE_FIX = (
+NOFILE_FIXES = {"a limit under what the cluster needs": (
     "Raise the open-files limit of the processes that run `ray start` (the GCS, raylets and "
     "workers inherit it) to at least 65535, as Ray's documentation asks, and restart the node: "
     "in a shell `ulimit -n 65535` (the hard limit too: /etc/security/limits.conf `nofile`) "
     "before `ray start`; under systemd `LimitNOFILE=65535` in the unit; in Docker "
     "`--ulimit nofile=65535:65535`; on Kubernetes the container runtime's default or KubeRay's "
     "RAY_START_ULIMIT_OPEN_FILES. Check with `cat /proc/$(pgrep -f gcs_server)/limits`."
-)
+)}
 
 
 @check("RLD107", "open-files-limit", area="cluster", requires=("hosts|logged_host_faults",),
-       params={"fail_fraction": 0.80})
+       params={"fail_fraction": 0.80}, fixes=NOFILE_FIXES)
 @_loglines.also("RLD107", needs=("hosts",))
 def open_files_limit(snap, params):
     """A Ray process near its open-files limit, or a control-plane limit the cluster will outgrow.
@@ -47,10 +47,6 @@ def open_files_limit(snap, params):
         in its raylet. A limit of 1024 (a common systemd and container default) is reached by a
         cluster of a few hundred workers; the processes inherit the limit of the shell or unit
         that ran `ray start`.
-
-    Fix:
-        Start Ray with a limit of at least 65535: `ulimit -n 65535` before `ray start`,
-        `LimitNOFILE=65535` in a systemd unit, `--ulimit nofile=65535:65535` for Docker.
     """
     hosts = snap["hosts"] or {}
     workers = {n: dig(h, "open_files", "workers_total") or 0 for n, h in hosts.items()}
@@ -72,7 +68,7 @@ def open_files_limit(snap, params):
             if used >= params["fail_fraction"] * soft:
                 yield fail(f"node:{node_id}",
                            f"{what} has {used} files open of its limit of {soft} "
-                           f"({used / soft:.0%}){quote}", evidence, _NOFILE_FIX)
+                           f"({used / soft:.0%}){quote}", evidence, NOFILE_FIXES["a limit under what the cluster needs"].format())
                 continue
             if proc["role"] not in FDS_PER_WORKER or soft >= RAY_DOCS_NOFILE:
                 continue
@@ -89,10 +85,10 @@ def open_files_limit(snap, params):
                     f"now) should be able to grow to{quote}",
                     {**evidence, "worker_room": room, "workers_wanted": wanted,
                      "workers_now": scope, "fds_per_worker": FDS_PER_WORKER[proc["role"]]},
-                    _NOFILE_FIX)
+                    NOFILE_FIXES["a limit under what the cluster needs"].format())
 
 
-_NOT_STARTING_FIX = (
+NOT_STARTING_FIXES = {"workers that do not register": (
     "The node is alive but runs nothing: tasks and actors placed on it wait forever. On that "
     "node read `python-core-worker-*.log` and `worker-*.err` of the newest worker pids (the pid "
     "in Ray's line) and `raylet.out` (`ray logs raylet.out --node-id {node_id}`); `py-spy dump "
@@ -101,7 +97,7 @@ _NOT_STARTING_FIX = (
     "but healthy start needs a longer RAY_worker_register_timeout_seconds (default 60) on "
     "`ray start`; \"No available ports\" needs a wider worker port range "
     "(`--min-worker-port` / `--max-worker-port`). Drain the node (`ray drain-node`) until fixed."
-)
+)}
 
 
 def _raylet_lines(snap, node_id: str) -> tuple[dict, str]:
@@ -111,7 +107,8 @@ def _raylet_lines(snap, node_id: str) -> tuple[dict, str]:
                                        "start there" if outside else "read by rldoctor's probe on the node")
 
 
-@check("RLD106", "workers-not-starting", area="cluster", requires=("nodes",))
+@check("RLD106", "workers-not-starting", area="cluster", requires=("nodes",),
+       fixes=NOT_STARTING_FIXES)
 def workers_not_starting(snap, params):
     """A node whose raylet answers but whose worker processes never register, with Ray's own line.
 
@@ -127,12 +124,6 @@ def workers_not_starting(snap, params):
         import from a slow or hung network file system, a sitecustomize or .pth hook, a
         broken Python environment on that node, CPU starvation at a start-up burst, or an
         exhausted worker port range.
-
-    Fix:
-        Read that node's `python-core-worker-*.log`, `worker-*.err` and `raylet.out`; dump a
-        hanging worker with `py-spy dump --pid`; repair the node's environment; raise
-        RAY_worker_register_timeout_seconds for slow but healthy starts; widen
-        `--min-worker-port`/`--max-worker-port` for "No available ports".
     """
     for node in snap.alive_nodes:
         node_id = node["node_id"]
@@ -154,4 +145,4 @@ def workers_not_starting(snap, params):
         evidence = {"node_id": node_id, "ip": node.get("ip"), "raylet_log": signals, "read": how,
                     "probe_error": probe.get("error"), "raylet": probe.get("raylet")}
         yield (fail if never_started else warn)(f"node:{node_id}", message, evidence,
-                                               _NOT_STARTING_FIX.format(node_id=node_id))
+                                               NOT_STARTING_FIXES["workers that do not register"].format(node_id=node_id))

@@ -6,6 +6,12 @@ docstring is its documentation: a one-line summary, then the sections
 Symptom, Cause and Fix (and optionally Advice: popular advice about the symptom, quoted,
 and when it is right; `explain` prints it as "Common advice"; "Article" is read as Advice).
 `rldoctor explain CODE` prints it and the error table of docs/checks.md is built from it.
+
+A built-in check says its fix once: `@check(..., fixes={case: text})`, the texts its findings
+carry (`str.format` templates the check always fills in, `.format()` when there is nothing to
+fill, so a literal brace is doubled; a `{name}` that is another case's key is that text, a
+fragment), and its docstring has no Fix section: the documentation's Fix is written from the
+table (`render_fixes`), so what `explain` says and what a finding says cannot drift.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import string
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -51,6 +58,7 @@ class Check:
     origin: str = "rldoctor"
     rule_table: Callable[[], dict[str, "Rule"]] | None = None  # a check whose findings are rows
     lifecycle: str = "stable"  # a key of LIFECYCLES
+    fixes: dict[str, str] = field(default_factory=dict)  # {case: the fix its findings carry}
 
     @property
     def rules(self) -> dict[str, "Rule"]:
@@ -59,7 +67,10 @@ class Check:
 
     @property
     def doc(self) -> dict[str, str]:
-        return parse_doc(self.func.__doc__ or "")
+        doc = parse_doc(self.func.__doc__ or "")
+        if self.fixes:
+            doc["Fix"] = render_fixes(self.fixes)
+        return doc
 
     @property
     def summary(self) -> str:
@@ -82,10 +93,12 @@ class Rule:
 
 def check(code: str, name: str, area: str, requires: Iterable[str] = (),
           params: dict[str, Any] | None = None, timeout_s: float | None = None,
-          rules: Callable[[], dict[str, Rule]] | None = None, lifecycle: str = "stable"):
+          rules: Callable[[], dict[str, Rule]] | None = None, lifecycle: str = "stable",
+          fixes: dict[str, str] | None = None):
     """Declare a check. The decorated function is `(snapshot, params) -> Iterable[Finding]`.
     `rules` returns the rows a check reports by (read only when asked for); `lifecycle` is
-    `stable` or `preview` (LIFECYCLES)."""
+    `stable` or `preview` (LIFECYCLES); `fixes` the texts of its findings' fixes, by case
+    (the module docstring's paragraph on fixes)."""
     if lifecycle not in LIFECYCLES:
         raise ValueError(f"check {code}: lifecycle {lifecycle!r} is not one of {', '.join(LIFECYCLES)}")
     if not CODE_RE.match(code):
@@ -94,11 +107,57 @@ def check(code: str, name: str, area: str, requires: Iterable[str] = (),
         raise ValueError(f"check name {name!r} must be kebab-case")
 
     def wrap(func):
+        if fixes and parse_doc(func.__doc__ or "").get("Fix"):
+            raise ValueError(f"check {code}: its fix is said once, in `fixes`; its docstring "
+                             "has a Fix section too")
         return Check(code=code, name=name, area=area, requires=tuple(requires), func=func,
                      params=dict(params or {}), timeout_s=timeout_s, rule_table=rules,
-                     lifecycle=lifecycle)
+                     lifecycle=lifecycle, fixes=dict(fixes or {}))
 
     return wrap
+
+
+def _fields(template: str) -> list[tuple[str, str | None]]:
+    """(literal text, field name or None) of a `str.format` template, in order."""
+    return [(literal, name) for literal, name, _, _ in string.Formatter().parse(template)]
+
+
+def render_fixes(fixes: dict[str, str]) -> str:
+    """The documentation's Fix, written from a check's fix table: each case that is no other
+    case's fragment, as "When <case>: <text>" (the text alone for one case), a fragment written
+    in where it is used, the values a check fills in as <name>."""
+
+    def text(template: str, depth: int = 0) -> str:
+        out = []
+        for literal, name in _fields(template):
+            out.append(literal)
+            if name is None:
+                continue
+            if name in fixes and depth < 4:
+                out.append(text(fixes[name], depth + 1))
+            else:
+                out.append(f"<{name.replace('_', ' ')}>")
+        return "".join(out)
+
+    import textwrap
+
+    used = {name for t in fixes.values() for _, name in _fields(t) if name in fixes}
+    cases = [(case, t) for case, t in fixes.items() if case not in used]
+    if len(cases) == 1:
+        return textwrap.fill(text(cases[0][1]), 88)
+    return "\n\n".join(textwrap.fill(f"When {case}: {text(t)}", 88) for case, t in cases)
+
+
+def fix_pattern(fixes: dict[str, str]) -> re.Pattern:
+    """What a finding's fix may be: one case of the table filled in, or several joined (a check
+    that composes its fix from its cases); a value filled in is any text."""
+
+    def one(template: str) -> str:
+        return "".join(re.escape(literal) + ("" if name is None else "(?:.*?)")
+                       for literal, name in _fields(template))
+
+    case = "(?:" + "|".join(f"(?:{one(t)})" for t in fixes.values()) + ")"
+    return re.compile(rf"{case}(?:[\s;,.:]*{case})*", re.DOTALL)
 
 
 def parse_doc(docstring: str) -> dict[str, str]:
