@@ -18,18 +18,41 @@ _DEATH_SEVERITY = {
     "AUTOSCALER_DRAIN_IDLE": info,
 }
 
-_NODE_DEAD_FIX = (
+# RLD101's fixes, by what became of the node (the words of each state are below the check)
+_DIED = "a node died, or neither its raylet nor rldoctor's probe answers"
+_NO_PROBE_CASE = "a node alive in the GCS did not answer rldoctor's probe"
+_NOT_STARTING_CASE = "a node's raylet answers but its worker processes do not start"
+NODE_FIXES = {
+    _DIED: (
     "Read why the node went away: `ray logs raylet.out --node-id {node_id}` (if its logs "
     "survive) and the host's `dmesg` for OOM kills or preemption. A raylet that missed "
     "health checks died (OOM, preemption, crash) or was starved (saturated network, busy "
     "host); Ray waits health_check_period_ms x health_check_failure_threshold before it "
     "marks a node dead. Replace the node (`ray start --address <head>` on a new host, or let "
     "the autoscaler/KubeRay do it); RLlib restarts env runners that were on it only when "
-    "`config.fault_tolerance(restart_failed_env_runners=True)` (the default)."
-)
+    "`config.fault_tolerance(restart_failed_env_runners=True)` (the default)."),
+    "a node's raylet is alive but does not answer (frozen or cut off)": (
+    "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in the kernel on a "
+    "dying disk or NFS mount, a paused VM or container) or cut off by the network. On the host: "
+    "`ps -o stat,pid,cmd -C raylet` (state T is stopped, D is stuck in the kernel), `dmesg`, and "
+    "the node's `raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or replace "
+    "the node ({the_fix_for_a_node_that_died})"),
+    _NO_PROBE_CASE: (
+    "The raylet may be dying, overloaded or cut off. Check the host (load, memory, network), "
+    "`ray logs raylet.out --node-id {node_id}`, and run `rldoctor check` again: the GCS marks a "
+    "node dead after its health checks fail (about 15 s by default). A worker port range closed "
+    "to the head (--min-worker-port..--max-worker-port) would be RLD204's: it is tried through a "
+    "task a peer places on the node, which did not answer either."),
+    _NOT_STARTING_CASE: (
+    "Its worker processes hang or die at start, so tasks and actors placed on it wait: see "
+    "`rldoctor explain RLD106` (a sitecustomize or .pth hook, an import from a slow network file "
+    "system, a broken Python environment on that node; `py-spy dump --pid` of its newest "
+    "`default_worker.py`), and run `rldoctor check` again after the register timeout for Ray's "
+    "own line."),
+}
 
 
-@check("RLD101", "node-dead", area="cluster", requires=("nodes",))
+@check("RLD101", "node-dead", area="cluster", requires=("nodes",), fixes=NODE_FIXES)
 @_loglines.also("RLD101")
 def node_dead(snap, params):
     """Nodes dead or missing, with Ray's death reason.
@@ -50,13 +73,8 @@ def node_dead(snap, params):
         whose workers do not start (a warn, until its raylet says why: RLD106). A node
         that does not answer because some of its
         ports are closed to other nodes (a firewall) is RLD204's, which names the ports;
-        a frozen raylet still accepts connections and stays "not answering" here.
-
-    Fix:
-        Read the node's `raylet.out` and the host's `dmesg` for the cause, then replace
-        the node. Idle scale-down and `ray stop` are expected terminations and are
-        reported only as info. For preemptible nodes keep RLlib's fault tolerance on
-        (`restart_failed_env_runners=True`) and checkpoint often (`algo.save_to_path()`).
+        a frozen raylet still accepts connections and stays "not answering" here. Idle
+        scale-down and `ray stop` are expected terminations and are reported only as info.
     """
     for node in snap.nodes:
         decided = node_state.of(snap, node)
@@ -80,33 +98,15 @@ _SILENT = ("{label} is not answering: its raylet did not answer a ping (GetSyste
            "in milliseconds by a healthy raylet) within {waited:g}s, so its probe, object store "
            "and network figures were not waited for; the GCS still lists it as alive and marks it "
            "dead only after its health checks run out (about 15 s by default)")
-_SILENT_FIX = (
-    "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in the kernel on a "
-    "dying disk or NFS mount, a paused VM or container) or cut off by the network. On the host: "
-    "`ps -o stat,pid,cmd -C raylet` (state T is stopped, D is stuck in the kernel), `dmesg`, and "
-    "the node's `raylet.out`. A stopped process resumes with SIGCONT; otherwise drain or replace "
-    "the node ({dead_fix})")
 _GONE = ("{label} stopped answering: its raylet is unreachable ({raylet}) and its probe failed "
          "({error}); the GCS still lists it as alive until its health checks run out")
 _NO_PROBE = "{label} is alive in the GCS but did not answer a zero-CPU probe: {error}{answers}"
-_NO_PROBE_FIX = (
-    "The raylet may be dying, overloaded or cut off. Check the host (load, memory, network), "
-    "`ray logs raylet.out --node-id {node_id}`, and run `rldoctor check` again: the GCS marks a "
-    "node dead after its health checks fail (about 15 s by default). A worker port range closed "
-    "to the head (--min-worker-port..--max-worker-port) would be RLD204's: it is tried through a "
-    "task a peer places on the node, which did not answer either.")
 _ANSWERS = "; its raylet answers{took}, so the node is up"
 _NOT_STARTING = (
     "; its raylet answers{took} but the worker of the probe never ran: the node's worker "
     "processes do not start. Ray's raylet has not said why yet ({where}); it logs \"have not "
     "registered within the timeout\" once a worker has waited "
     "RAY_worker_register_timeout_seconds (60 s by default), and then RLD106 quotes it")
-_NOT_STARTING_FIX = (
-    "Its worker processes hang or die at start, so tasks and actors placed on it wait: see "
-    "`rldoctor explain RLD106` (a sitecustomize or .pth hook, an import from a slow network file "
-    "system, a broken Python environment on that node; `py-spy dump --pid` of its newest "
-    "`default_worker.py`), and run `rldoctor check` again after the register timeout for Ray's "
-    "own line.")
 
 
 def _dead(snap, node, decided, failure, evidence):
@@ -117,7 +117,7 @@ def _dead(snap, node, decided, failure, evidence):
         _DEAD.format(what="head " if node.get("is_head") else "", label=snap.label(node["node_id"]),
                      reason=reason, message=f": {message}" if message else ""),
         {**evidence, "death_reason": reason, "death_message": message},
-        _NODE_DEAD_FIX.format(node_id=node["node_id"]))
+        NODE_FIXES[_DIED].format(node_id=node["node_id"]))
 
 
 def _silent(snap, node, decided, failure, evidence):
@@ -126,7 +126,8 @@ def _silent(snap, node, decided, failure, evidence):
                 _SILENT.format(label=snap.label(node["node_id"]), waited=ping.get("waited_s") or 2),
                 {**evidence, "raylet_ping": ping, "raylet_error": decided.raylet_error,
                  "state": "not answering"},
-                _SILENT_FIX.format(dead_fix=_NODE_DEAD_FIX.format(node_id=node["node_id"])))
+                NODE_FIXES["a node's raylet is alive but does not answer (frozen or cut off)"].format(
+                    the_fix_for_a_node_that_died=NODE_FIXES[_DIED].format(node_id=node["node_id"])))
 
 
 def _gone(snap, node, decided, failure, evidence):
@@ -136,7 +137,7 @@ def _gone(snap, node, decided, failure, evidence):
                 _GONE.format(label=snap.label(node["node_id"]), raylet=decided.raylet_error[:100],
                              error=error[:100]),
                 {**evidence, "probe_error": error, "raylet_error": decided.raylet_error},
-                _NODE_DEAD_FIX.format(node_id=node["node_id"]))
+                NODE_FIXES[_DIED].format(node_id=node["node_id"]))
 
 
 def _no_probe(snap, node, decided, failure, evidence):
@@ -146,24 +147,24 @@ def _no_probe(snap, node, decided, failure, evidence):
     ping = decided.ping or {}
     error = failure.get("error", "")
     took = f" (a ping took {ping['ms']:.0f} ms)" if ping.get("ms") is not None else ""
-    answers, fix = (_ANSWERS.format(took=took) if took else ""), _NO_PROBE_FIX.format(node_id=node_id)
+    answers, case = (_ANSWERS.format(took=took) if took else ""), _NO_PROBE_CASE
     starts = failure.get("kind") == "timeout" and failure.get("raylet") == "answers"
     if starts:
         read = failure.get("ray_logs") or {}
         where = (f"read: {', '.join(read.get('files') or []) or 'no raylet log'}"
                  if "error" not in read else f"its raylet log could not be read: {read['error'][:120]}")
-        answers, fix = _NOT_STARTING.format(took=took, where=where), _NOT_STARTING_FIX
+        answers, case = _NOT_STARTING.format(took=took, where=where), _NOT_STARTING_CASE
     return warn(f"node:{node_id}",
                 _NO_PROBE.format(label=snap.label(node_id), error=error[:160], answers=answers),
                 {**evidence, "probe_error": error, "raylet_ping": ping or None,
                  **({"workers_start": False, "raylet_log": failure.get("ray_logs")} if starts else {})},
-                fix)
+                NODE_FIXES[case].format(node_id=node_id))
 
 
 _NODE_STATES = {"dead": _dead, "silent": _silent, "gone": _gone, "no_probe": _no_probe}
 
 
-_AUTH_FIX = (
+AUTH_FIXES = {"nodes or clients disagree on token authentication": (
     "Every node and every client of one cluster must agree on token authentication: start "
     "each node's `ray start` (head and workers; on KubeRay, the same authOptions for every "
     "group) with the same RAY_AUTH_MODE, and with token auth on, the same token (RAY_AUTH_TOKEN "
@@ -171,10 +172,10 @@ _AUTH_FIX = (
     "refuses everything from processes that carry no token, and a process in token mode "
     "refuses calls from nodes that send none, so tasks and actors placed across the two fail "
     "with ActorDiedError or never start. Until then, rldoctor cannot examine that node."
-)
+)}
 
 
-@check("RLD105", "auth-mismatch", area="cluster", requires=("versions",))
+@check("RLD105", "auth-mismatch", area="cluster", requires=("versions",), fixes=AUTH_FIXES)
 def auth_mismatch(snap, params):
     """A node that disagrees with rldoctor (and the cluster's head) on token authentication.
 
@@ -188,10 +189,6 @@ def auth_mismatch(snap, params):
         RAY_AUTH_MODE settings or tokens. rldoctor joins in the mode the head's GCS asks for;
         a node that refuses its credentials, or whose processes rldoctor's driver had to
         refuse, runs in the other mode.
-
-    Fix:
-        Start every node and client with the same RAY_AUTH_MODE and token. The finding
-        names the node, what refused what, and the mode rldoctor joined in and why.
     """
     failed = snap.field("versions", "failed") or {}
     client = snap.field("cluster", "client_auth") or {}
@@ -209,25 +206,27 @@ def auth_mismatch(snap, params):
             f"joined with RAY_AUTH_MODE={mode} because "
             f"{client.get('why') or 'that is what the head asked for'}",
             {"node_id": node_id, "ip": node.get("ip"), "probe_error": failure.get("error"),
-             "raylet": failure.get("raylet"), "client_auth": client}, _AUTH_FIX)
+             "raylet": failure.get("raylet"), "client_auth": client},
+            AUTH_FIXES["nodes or clients disagree on token authentication"].format())
 
 
 # Components whose mismatch breaks training, and how badly.
 _VERSION_SEVERITY = {"ray": fail, "python": fail, "rllib": fail, "torch": warn, "gymnasium": warn}
-_VERSION_FIX = (
+VERSION_FIXES = {"a version differs between the nodes and the driver": (
     "Run the same Ray, Python, torch and gymnasium on every node and on the driver: build one "
     "image (or one lock file) and use it for the head, the workers and the machine you submit "
     "from. Ray refuses drivers and nodes whose Ray or Python version differs from the "
     "cluster's; a torch or gymnasium that differs between the learner and the env runners "
     "breaks weight loading or changes env behaviour silently."
-)
+)}
 
 
 def _python_release(version: str | None) -> str | None:
     return version.split()[0] if version else version
 
 
-@check("RLD102", "version-mismatch", area="cluster", requires=("versions|logged_version_faults",))
+@check("RLD102", "version-mismatch", area="cluster", requires=("versions|logged_version_faults",),
+       fixes=VERSION_FIXES)
 @_loglines.also("RLD102", needs=("versions",))
 def version_mismatch(snap, params):
     """Ray, Python, RLlib, torch or gymnasium versions differ between nodes or the driver.
@@ -241,10 +240,6 @@ def version_mismatch(snap, params):
         Nodes and the driver were built from different images or virtualenvs. Ray checks
         its own and Python's version when a node or driver joins, but not torch or
         gymnasium, and a node can lack a package entirely.
-
-    Fix:
-        Install identical versions everywhere, from one image or lock file. The finding
-        lists each component with the nodes that run each version; align the odd ones out.
     """
     versions = snap["versions"]
     seen: dict[str, dict[str, dict]] = {}
@@ -272,40 +267,41 @@ def version_mismatch(snap, params):
             f"{name} differs across the cluster ({shown}); odd one out: "
             f"{'not installed' if odd[0] == 'None' else odd[0]} on {', '.join(odd[1][:3])}",
             {"component": name, "versions": groups},
-            _VERSION_FIX,
+            VERSION_FIXES["a version differs between the nodes and the driver"].format(),
         )
 
 
-_DEMAND_FIX_INFEASIBLE = (
+# RLD103's fixes, by where the demand stands (its words are in _DEMAND_SAYS and _PG_SAYS)
+_INFEASIBLE = "no node can ever hold what a task or actor requests"
+_PG_INFEASIBLE = "no node, or no set of nodes, can ever hold a placement group's bundles"
+_PENDING = "nodes that could run the demand are busy"
+_SCALING = "a node type of the autoscaler fits the demand"
+DEMAND_FIXES = {
+    _INFEASIBLE: (
     "No node can ever satisfy this request, so it waits forever (Tune shows the trial "
     "PENDING). Ask for less or add a node that has it: for RLlib, lower "
     "`env_runners(num_env_runners=..., num_cpus_per_env_runner=..., num_gpus_per_env_runner=...)` "
     "or `learners(num_learners=..., num_gpus_per_learner=...)`, check custom resource names "
     "for typos, or start a node with `ray start --resources '{{\"{name}\": N}}'` / a matching "
     "node type in the cluster launcher or KubeRay worker group. `ray status` lists it under "
-    "Pending Demands."
-)
-_PG_FIX_INFEASIBLE = (
+    "Pending Demands."),
+    _PG_INFEASIBLE: (
     "No node (or no set of nodes) can hold these bundles with this strategy, so the placement "
     "group stays PENDING forever and so does the algorithm or Tune trial that made it. "
     "STRICT_PACK needs every bundle on one node: use PACK, or fewer/smaller bundles than the "
     "largest node offers; STRICT_SPREAD needs a distinct node per bundle. For RLlib the "
     "group is 1 bundle for the algorithm (plus learners) and 1 per env runner: lower "
-    "`num_env_runners` / `num_cpus_per_env_runner`, or add nodes."
-)
-_DEMAND_FIX_PENDING = (
+    "`num_env_runners` / `num_cpus_per_env_runner`, or add nodes."),
+    _PENDING: (
     "The cluster has nodes that could run this, but they are busy. Wait for running work to "
     "finish, let the autoscaler add nodes, or ask for fewer env runners / CPUs per env runner. "
     "If it never starts, look for leaked actors or placement groups holding the resources "
-    "(`ray list actors --filter state=ALIVE`, `ray list placement-groups`)."
-)
-
-
-_DEMAND_FIX_SCALING = (
+    "(`ray list actors --filter state=ALIVE`, `ray list placement-groups`)."),
+    _SCALING: (
     "A node type of the autoscaler fits this demand; whether it starts depends on the "
     "autoscaler adding that node: RLD108 names what stops it (max_workers, failing launches, "
-    "nodes that never join). `ray status -v` on the head shows the autoscaler's view."
-)
+    "nodes that never join). `ray status -v` on the head shows the autoscaler's view."),
+}
 _SCALER_WILL = (scaling.WILL_SCALE,)
 _SCALER_CANNOT = (scaling.AT_MAX, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS)
 
@@ -314,7 +310,8 @@ def _actors_for(shape, pending_actors):
     return [a for a in pending_actors if (a.get("required_resources") or {}) == shape]
 
 
-@check("RLD103", "unschedulable-demand", area="cluster", requires=("nodes", "demands"))
+@check("RLD103", "unschedulable-demand", area="cluster", requires=("nodes", "demands"),
+       fixes=DEMAND_FIXES)
 def unschedulable_demand(snap, params):
     """Pending or infeasible resource demands: tasks, actors and placement groups that cannot start.
 
@@ -327,13 +324,8 @@ def unschedulable_demand(snap, params):
         An actor, task or placement group asks for more than any node has (an
         infeasible demand: a GPU on a CPU-only cluster, a typo in a custom resource, a
         PPO placement group of 1 + num_env_runners x num_cpus_per_env_runner CPUs that no
-        node or the whole cluster cannot give), or more than is free right now.
-
-    Fix:
-        Compare the demand with the largest node shown in the evidence. Ask for less
-        (`num_env_runners`, `num_cpus_per_env_runner`, `num_gpus_per_learner`) or add
-        nodes that have the resource. Demands that fit a node but wait are a busy cluster:
-        free resources or let the autoscaler add nodes.
+        node or the whole cluster cannot give), or more than is free right now. The
+        evidence shows the largest node to compare the demand with.
     """
     offers = [n.get("resources_total") or {} for n in snap.alive_nodes]
     largest = max(offers, key=lambda o: (o.get("CPU", 0), o.get("GPU", 0)), default={})
@@ -353,44 +345,44 @@ def _situation(fits_now: bool, cause: str) -> str:
     return ("busy" if fits_now else "absent") + scaler
 
 
-# RLD103's words for a task's or actor's demand in each situation: (severity, message, fix)
+# RLD103's words for a task's or actor's demand in each situation: (severity, message, fix's case)
 _DEMAND_SAYS = {
     "absent-will": (warn, "{who} requests {{{shape}}}, which no alive node has yet: {detail}, so "
-                    "the autoscaler is expected to start it", _DEMAND_FIX_SCALING),
+                    "the autoscaler is expected to start it", _SCALING),
     "absent-cannot": (warn, "{who} requests {{{shape}}}, which no alive node has; node type "
                       "{types} fits it but {detail}: it waits until that is fixed (RLD108)",
-                      _DEMAND_FIX_SCALING),
+                      _SCALING),
     "absent": (fail, "{who} requests {{{shape}}}, which no alive node has (short of {short} on "
-               "the largest node): infeasible, it will never start", _DEMAND_FIX_INFEASIBLE),
+               "the largest node): infeasible, it will never start", _INFEASIBLE),
     "at-max": (warn, "{who} requesting {{{shape}}} wait and will not start until running work "
-               "frees it: {detail}, so no node will be added (RLD108)", _DEMAND_FIX_SCALING),
+               "frees it: {detail}, so no node will be added (RLD108)", _SCALING),
     "busy-will": (warn, "{who} requesting {{{shape}}} are waiting for free resources; {detail}, "
-                  "so the autoscaler is expected to start them", _DEMAND_FIX_PENDING),
+                  "so the autoscaler is expected to start them", _PENDING),
     "busy-cannot": (warn, "{who} requesting {{{shape}}} are waiting for free resources, and no "
-                    "node will be added: {detail} (RLD108)", _DEMAND_FIX_SCALING),
+                    "node will be added: {detail} (RLD108)", _SCALING),
     "busy": (warn, "{who} requesting {{{shape}}} are waiting for free resources",
-             _DEMAND_FIX_PENDING),
+             _PENDING),
 }
 # ... and for a placement group's
 _PG_SAYS = {
     "absent-will": (warn, "{name} cannot be placed on the nodes alive now; {detail}, so the "
-                    "autoscaler is expected to place it", _DEMAND_FIX_SCALING),
+                    "autoscaler is expected to place it", _SCALING),
     "absent-cannot": (warn, "{name} cannot be placed on the nodes alive now; a node type fits it "
-                      "but {detail}: it waits until that is fixed (RLD108)", _DEMAND_FIX_SCALING),
+                      "but {detail}: it waits until that is fixed (RLD108)", _SCALING),
     "absent": (fail, "{name} needs bundles [{bundles}] that the cluster cannot place (largest "
-               "node: {{{largest}}}): infeasible, it will never be created", _PG_FIX_INFEASIBLE),
+               "node: {{{largest}}}): infeasible, it will never be created", _PG_INFEASIBLE),
     "at-max": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
-               _DEMAND_FIX_SCALING),
+               _SCALING),
     "busy-cannot": (warn, "{name} is pending, and no node will be added for it: {detail} (RLD108)",
-                    _DEMAND_FIX_SCALING),
-    "busy-will": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
-    "busy": (warn, "{name} is pending until resources free up", _DEMAND_FIX_PENDING),
+                    _SCALING),
+    "busy-will": (warn, "{name} is pending until resources free up", _PENDING),
+    "busy": (warn, "{name} is pending until resources free up", _PENDING),
 }
 
 
 def _said(says: dict, situation: str, subject: str, evidence: dict, **words):
-    severity, message, fix = says[situation]
-    return severity(subject, message.format(**words), evidence, fix.format(**words))
+    severity, message, case = says[situation]
+    return severity(subject, message.format(**words), evidence, DEMAND_FIXES[case].format(**words))
 
 
 def _task_actor_demand(snap, demand, offers, largest, pending_actors):
