@@ -15,37 +15,44 @@ from rldoctor.checks._rllib import rllib_role
 from rldoctor.registry import check, fail, info, warn
 from rldoctor.snapshot import dig
 
-_FIXES = {
-    scaling.NO_TYPE_FITS: (
+# RLD108's fixes, by why the demand waits (_CASE: the autoscaler's verdict's case)
+_REQUEST_CASE = "a request_resources() call is still in force"
+_CASE = {scaling.NO_TYPE_FITS: "no node type of the autoscaler can fit the demand",
+         scaling.AT_MAX: "the node type or the cluster is at its max_workers",
+         scaling.LAUNCH_FAILS: "the cloud refuses the autoscaler's launches",
+         scaling.NEVER_JOINS: "nodes were launched but their Ray never joined the head",
+         scaling.NO_AUTOSCALER: "no autoscaler runs on the cluster"}
+SCALE_UP_FIXES = {
+    _CASE[scaling.NO_TYPE_FITS]: (
         "Add a node type that offers the resource (`available_node_types` in the cluster YAML; a "
         "worker group in the RayCluster CR with `rayStartParams` num-gpus or resources), or ask "
         "for less: `num_gpus_per_learner`, `num_cpus_per_env_runner`, custom resource names "
         "(a typo is a resource no node will ever have)."),
-    scaling.AT_MAX: (
+    _CASE[scaling.AT_MAX]: (
         "Raise `max_workers` of the node type (KubeRay: `maxReplicas` of the worker group) or the "
         "cluster's `max_workers`, or ask for less (`num_env_runners`, `num_learners`). Until "
         "then the demand starts only when running work ends: Ray does not queue it anywhere "
         "the autoscaler would act on."),
-    scaling.LAUNCH_FAILS: (
+    _CASE[scaling.LAUNCH_FAILS]: (
         "The cloud refuses the node: read the provider's reason above (a quota: request more "
         "or use another region / instance type; capacity: add another node type or zone "
         "the autoscaler can fall back to). `ray status -v` on the head shows the same reason "
         "under Recent failures."),
-    scaling.NEVER_JOINS: (
+    _CASE[scaling.NEVER_JOINS]: (
         "The machine came up but its Ray never registered with the head: read the node's "
         "startup output (KubeRay: `kubectl logs <pod>`; `ray up`: the autoscaler's monitor.log "
         "on the head) for 'Version mismatch' (the image runs another Ray or Python than the "
         "head), a GCS address it cannot reach (firewall, security group, the head's port), or "
         "`ray start` failing."),
-    scaling.NO_AUTOSCALER: (
+    _CASE[scaling.NO_AUTOSCALER]: (
         "Nothing adds nodes to this cluster: start nodes by hand (`ray start --address HEAD`), "
         "start the head with an autoscaling config (`ray up`, KubeRay `enableInTreeAutoscaling: "
         "true`), or ask for what the cluster has."),
-}
-_REQUEST_FIX = (
+    _REQUEST_CASE: (
     "request_resources() stays in force until it is called again: call "
     "`ray.autoscaler.sdk.request_resources()` with no arguments (or num_cpus=0) to clear it. "
-    "While it is in force the autoscaler keeps the nodes it needs up, even idle.")
+    "While it is in force the autoscaler keeps the nodes it needs up, even idle."),
+}
 _SEVERITY = {scaling.NO_TYPE_FITS: fail, scaling.LAUNCH_FAILS: fail, scaling.NEVER_JOINS: fail,
              scaling.AT_MAX: warn, scaling.NO_AUTOSCALER: info}
 _WHAT = {scaling.NO_TYPE_FITS: "no node type can fit it",
@@ -95,7 +102,8 @@ def waiting_demands(snap) -> list[dict]:
     return out
 
 
-@check("RLD108", "scale-up-blocked", area="cluster", requires=("autoscaler", "demands", "nodes"))
+@check("RLD108", "scale-up-blocked", area="cluster", requires=("autoscaler", "demands", "nodes"),
+       fixes=SCALE_UP_FIXES)
 def scale_up_blocked(snap, params):
     """Demand that waits while the autoscaler will not or cannot meet it, one finding per cause.
 
@@ -111,12 +119,8 @@ def scale_up_blocked(snap, params):
         reason, how often, since when), nodes were launched but their Ray never joined the
         head (another Ray version, a GCS they cannot reach), no autoscaler runs at all, or a
         `request_resources()` left behind asks for nodes that never come or keeps nodes up.
-
-    Fix:
-        Per cause: add or fix the node type, raise `max_workers` / `maxReplicas`, fix the
-        quota or the provider, make the node's image run the head's Ray and reach its GCS,
-        or clear request_resources() with `request_resources()` (no arguments). Each finding
-        names the demand (its shape and count, and whose it is) and the node types.
+        Each finding names the demand (its shape and count, and whose it is) and the node
+        types.
     """
     scaler = snap["autoscaler"]
     now = scaling.snapshot_time(snap)
@@ -128,7 +132,7 @@ def scale_up_blocked(snap, params):
                     "demands": [{k: v for k, v in d.items() if k != "label"} for d in group["demands"]],
                     **verdict.evidence, "autoscaler": scaler.get("version")}
         subject, message = _BLOCKED_SAYS.get(cause, _blocked_otherwise)(labels, cause, verdict, now)
-        yield _SEVERITY[cause](subject, message, evidence, _FIXES[cause])
+        yield _SEVERITY[cause](subject, message, evidence, SCALE_UP_FIXES[_CASE[cause]].format())
     for demand in waiting_demands(snap):
         if demand["kind"] == "request_resources":
             found = _request_in_force(snap, demand)
@@ -200,22 +204,35 @@ def _request_in_force(snap, demand):
     if verdict.cause in (scaling.NO_TYPE_FITS, scaling.LAUNCH_FAILS, scaling.NEVER_JOINS,
                          scaling.AT_MAX):
         return warn("request_resources", f"{demand['label']} is in force and asks for nodes that "
-                    f"never come: {verdict.detail} ({source})", evidence, _REQUEST_FIX)
+                    f"never come: {verdict.detail} ({source})", evidence,
+                    SCALE_UP_FIXES[_REQUEST_CASE].format())
     if verdict.cause != scaling.NO_AUTOSCALER:
         return info("request_resources", f"{demand['label']} is in force: the autoscaler keeps "
                     f"nodes up for it even when they are idle, until it is cleared ({source})",
-                    evidence, _REQUEST_FIX)
+                    evidence, SCALE_UP_FIXES[_REQUEST_CASE].format())
     return None
 
 
-_REMOVED_FIX = (
+# RLD109's fixes: a node removed (or counted idle) under a training, and a node autoscaler v1
+# counts idle by its resources (that fix and the first, joined)
+_REMOVED_CASE = "a node a training runs on was removed (idle or preempted), or is counted idle"
+_NO_RESOURCE_CASE = ("a training's actors hold no resource on their node, which autoscaler v1 "
+                     "of Ray 2.40 and older counts idle")
+REMOVED_FIXES = {
+    _REMOVED_CASE: (
     "Keep the nodes a training runs on out of idle scale-down: raise `idle_timeout_minutes` "
     "(KubeRay `idleTimeoutSeconds`) above the training's longest pause (evaluation, "
     "checkpointing, a learner update), give the env runners a CPU (`num_cpus_per_env_runner`, "
     "so their nodes count as busy), or keep `min_workers` nodes of the type; for preemptible "
     "nodes keep `restart_failed_env_runners=True` and checkpoint often. Ray's own record: "
     "`ray list nodes --detail` (death reason), the autoscaler's 'Removing N nodes of type T "
-    "(idle)' events.")
+    "(idle)' events."),
+    _NO_RESOURCE_CASE: (
+    "Give the env runners a resource so that their node counts as used: "
+    "`num_cpus_per_env_runner` above 0 (or a custom resource of the node type), or keep "
+    "`min_workers` nodes of the type; Ray 2.41 and later (and autoscaler v2) count a node "
+    "busy while an actor lives there."),
+}
 _REMOVAL_REASONS = {"AUTOSCALER_DRAIN_IDLE": "terminated by the autoscaler as idle",
                     "AUTOSCALER_DRAIN_PREEMPTED": "preempted (drained by the provider)"}
 
@@ -245,7 +262,8 @@ def _how_taken(training: dict, lost: list[dict]) -> str:
     return f"{alive}/{configured} env runner(s) alive now"
 
 
-@check("RLD109", "nodes-removed-under-training", area="cluster", requires=("autoscaler", "nodes"))
+@check("RLD109", "nodes-removed-under-training", area="cluster", requires=("autoscaler", "nodes"),
+       fixes=REMOVED_FIXES)
 def nodes_removed_under_training(snap, params):
     """Nodes the autoscaler removed as idle (or that were preempted) while a training ran there.
 
@@ -264,13 +282,10 @@ def nodes_removed_under_training(snap, params):
         GCS records only "Terminated by autoscaler."); its monitor.log says why
         ("Terminating the node with id X and ip Y. (idle)"), which rldoctor reads on the head.
 
-    Fix:
-        Raise the idle timeout above the training's pauses, give env runners a CPU, keep
-        `min_workers` nodes, and for preemptible nodes keep RLlib's restarts on and
-        checkpoint often. The finding names the node, its reason, the actors lost and how
-        the training took it; before it happens, training actors on a node the autoscaler
-        counts idle, or (v1 of Ray 2.40 and older) on a node where they hold no resource, which
-        a pause of the training longer than the idle timeout removes.
+        The finding names the node, its reason, the actors lost and how the training took
+        it; before it happens, training actors on a node the autoscaler counts idle, or (v1
+        of Ray 2.40 and older) on a node where they hold no resource, which a pause of the
+        training longer than the idle timeout removes.
     """
     scaler = snap["autoscaler"]
     why, dead = _removed_nodes(snap, scaler)
@@ -352,7 +367,7 @@ def _removed_finding(node, why, lost, scaler):
          "lost": [{k: m.get(k) for k in ("actor_id", "class_name", "role", "state", "num_restarts")}
                   for _, m in lost],
          "trainings": sorted(trainings), "autoscaler": scaler.get("version")},
-        _REMOVED_FIX)
+        REMOVED_FIXES[_REMOVED_CASE].format())
 
 
 def _idle_now(scaler, members, warned):
@@ -379,7 +394,7 @@ def _idle_now(scaler, members, warned):
                              timeout=_OF_TIMEOUT.format(timeout=timeout_s) if timeout_s is not None else ""),
             {"node_id": node_id, "idle_s": state.get("idle_s"), "idle_timeout_s": timeout_s,
              "node_type": state.get("node_type"), "activity": state.get("activity"),
-             "actors": [m.get("actor_id") for m in on_node]}, _REMOVED_FIX)
+             "actors": [m.get("actor_id") for m in on_node]}, REMOVED_FIXES[_REMOVED_CASE].format())
 
 
 def counts_idle_by_resources(scaler: dict, ray_version) -> bool:
@@ -436,7 +451,4 @@ def _idle_by_resources(snap, scaler: dict, members: list) -> Iterator:
             {"node_id": node_id, "ray_version": version, "idle_timeout_minutes": minutes,
              "resources_total": node.get("resources_total"),
              "actors": [m.get("actor_id") for _, m in here]},
-            "Give the env runners a resource so that their node counts as used: "
-            "`num_cpus_per_env_runner` above 0 (or a custom resource of the node type), or keep "
-            "`min_workers` nodes of the type; Ray 2.41 and later (and autoscaler v2) count a node "
-            "busy while an actor lives there. " + _REMOVED_FIX)
+            REMOVED_FIXES[_NO_RESOURCE_CASE].format() + " " + REMOVED_FIXES[_REMOVED_CASE].format())
