@@ -19,7 +19,11 @@ _WHERE = {"all": "every interface", "public": "a public address", "private": "a 
 SHOWN_ENDPOINTS = 6  # endpoints named in a message
 MAX_EVIDENCE = 50  # endpoints listed in a finding's evidence (a node with many workers has more)
 
-_TOKEN_FIX = (
+# RLD701's fixes: the cluster's Ray has token authentication, or is older than it (2.52)
+_HAS_TOKENS = "token authentication is off"
+_NO_TOKENS = "token authentication is off, and the cluster's Ray (older than 2.52) has none"
+TOKEN_FIXES = {
+    _HAS_TOKENS: (
     "Turn token authentication on for every node and every client of the cluster, in one "
     "restart window: (1) on the head, `ray get-auth-token --generate` writes a token to "
     "~/.ray/auth_token and prints it; keep it in your secret store. (2) Restart every node "
@@ -38,41 +42,69 @@ _TOKEN_FIX = (
     "placed across the two modes die with ActorDiedError or never start; RLD105 names such "
     "nodes), and running jobs and actors do not survive the restart: checkpoint first "
     "(`algo.save_to_path()`). The token does not encrypt traffic: keep the ports off networks "
-    "you do not trust (RLD702), or turn on TLS (RAY_USE_TLS=1)."
-)
+    "you do not trust (RLD702), or turn on TLS (RAY_USE_TLS=1)."),
+    _NO_TOKENS: (
+    "This cluster runs Ray {old}, which has no token authentication (Ray has it from "
+    "2.52 on). Until it is upgraded, keep every Ray port private to the cluster's own "
+    "nodes: a firewall or security group that admits only them (the GCS port, the "
+    "raylet, object manager, worker and agent ports), the dashboard and the Ray Client "
+    "port reached only through a tunnel such as `kubectl port-forward` or SSH, never "
+    "from the internet. Then upgrade the cluster to Ray 2.52 or newer and turn token "
+    "authentication on (RAY_AUTH_MODE=token and one token on every node and client; on "
+    "KubeRay, `spec.authOptions.mode: token`)."),
+}
 
-_PORT_FIXES = {
-    "dashboard": (
+# RLD702's fixes, by the group of the exposed port (_FIX_GROUP) or what else is true of the
+# node: a finding's fix is its groups' cases joined, after the token's when the cluster has none
+_GROUP_CASE = {
+    "old_ray": "the cluster takes clients without a token, and its Ray has no token authentication",
+    "token_first": "the cluster takes clients without a token",
+    "dashboard": "the dashboard listens beyond localhost",
+    "client_server": "the Ray Client server's port is exposed",
+    "internal": "the GCS, raylet, object manager, worker or agent gRPC ports are exposed",
+    "agents": "the dashboard agent's HTTP port or the runtime env agent's port is exposed",
+    "read": "a metrics port is exposed",
+    "user": "a port opened by code inside a Ray worker is exposed",
+    "ray_other": "another Ray port is exposed",
+    "public": "a node runs on a public address",
+    "tls": "token authentication guards the ports without TLS",
+}
+PORT_FIXES = {
+    _GROUP_CASE["old_ray"]: (
+        "Ray {old} has no token authentication: keep these ports private to the cluster's "
+        "nodes, and upgrade (RLD701 says how)."),
+    _GROUP_CASE["token_first"]: "Turn token authentication on first (RLD701 says how).",
+    _GROUP_CASE["dashboard"]: (
         "Bind the dashboard to localhost again (`ray start --head --dashboard-host=127.0.0.1`, "
         "Ray's default) and reach it through a tunnel (`ssh -L 8265:localhost:8265 HEAD`, "
         "`kubectl port-forward`) or an authenticating reverse proxy with TLS; never open it "
         "to the internet."),
-    "client_server": (
+    _GROUP_CASE["client_server"]: (
         "Keep the Ray Client port (`--ray-client-server-port`, 10001 by default) behind the "
         "firewall and reach it through a tunnel, or submit jobs instead of connecting with "
         "ray://."),
-    "internal": (
+    _GROUP_CASE["internal"]: (
         "The GCS, raylet, object manager, worker and agent gRPC ports must stay reachable from "
         "the other nodes: allow them only from the cluster's own nodes in the firewall or "
         "security group (the GCS port, `--node-manager-port`, `--object-manager-port`, "
         "`--min-worker-port`/`--max-worker-port`, `--dashboard-agent-grpc-port`), never from "
         "the internet."),
-    "agents": (
+    _GROUP_CASE["agents"]: (
         "The dashboard agent HTTP port (`--dashboard-agent-listen-port`) and the runtime env "
         "agent (`--runtime-env-agent-port`) serve the head and the node itself: firewall them "
         "to the cluster's nodes."),
-    "read": (
+    _GROUP_CASE["read"]: (
         "Allow the metrics ports (`--metrics-export-port`, the head's 44227 and 44217) only "
         "from your Prometheus server: they need no token."),
-    "user": (
+    _GROUP_CASE["user"]: (
         "Ports opened by code inside Ray workers (a Serve proxy, torch.distributed's store, a "
         "web UI) are not covered by Ray's token; bind them to the node's private address or "
         "firewall them."),
-    "ray_other": "Firewall the remaining Ray ports to the cluster's own nodes.",
-    "public": (
+    _GROUP_CASE["ray_other"]: "Firewall the remaining Ray ports to the cluster's own nodes.",
+    _GROUP_CASE["public"]: (
         "A node on a public address: put the cluster on a private network (`ray start "
         "--node-ip-address=<private IP>`) and reach it through a VPN or bastion."),
-    "tls": (
+    _GROUP_CASE["tls"]: (
         "Token authentication does not encrypt traffic, so a token sent across an untrusted "
         "network can be read on the way: turn on TLS (RAY_USE_TLS=1 with RAY_TLS_SERVER_CERT, "
         "RAY_TLS_SERVER_KEY and RAY_TLS_CA_CERT on every node and client) or keep the ports "
@@ -156,7 +188,8 @@ def _listed(rows: list[dict]) -> str:
     return names + (f" {verb} on {rows[0]['where']}" if same else f" {verb} beyond this host")
 
 
-@check("RLD702", "exposed-endpoint", area="security", requires=("cluster", "hosts"))
+@check("RLD702", "exposed-endpoint", area="security", requires=("cluster", "hosts"),
+       fixes=PORT_FIXES)
 def exposed_endpoint(snap, params):
     """Ray ports on every interface or a public address, per node, with the owning process.
 
@@ -190,12 +223,7 @@ def exposed_endpoint(snap, params):
         only barrier and travels in clear text; `info` with TLS on, and metrics need no
         token at all), a dashboard, client server or agent port widened to every interface
         is `info`, and Ray's own every-interface ports are not reported (the check's notes
-        count them).
-
-    Fix:
-        Turn token authentication on (RLD701), keep the dashboard on localhost and reach it
-        through a tunnel, and allow the Ray ports only from the cluster's own nodes. The
-        finding names each port, its bind address and its process, and says how to close it.
+        count them). The finding names each port, its bind address and its process.
     """
     auth, _ = auth_state(snap.get("cluster") or {})
     by_node, notes = _endpoints(snap)
@@ -225,9 +253,6 @@ _IN_CLEAR = ", and without TLS the token travels in clear text"
 _EXPOSED_GUARDED = ("{who}: {listed}{also}; token authentication guards {them}, but Ray's "
                     "default keeps {them} on localhost or the node's own address")
 _ALSO_LESSER = " (and {lesser} more of lower severity, in the evidence)"
-_FIX_OLD_RAY = ("Ray {old} has no token authentication: keep these ports private to the "
-                "cluster's nodes, and upgrade (RLD701 says how). ")
-_FIX_TOKEN_FIRST = "Turn token authentication on first (RLD701 says how). "
 _NO_TABLES = ("no socket tables in this snapshot (the probes did not read them, or it was "
               "recorded by an older rldoctor)")
 _QUIET = ("{count} port(s) on {nodes} node(s) listen on every interface, none of them public "
@@ -266,10 +291,10 @@ def _exposed(snap, node, table, exposed, auth, not_reported):
         message = _EXPOSED_GUARDED.format(**words, them="it" if len(top) == 1 else "them")
     groups = list(dict.fromkeys(_FIX_GROUP[row["kind"]] for row in exposed))
     groups += ["public"] * any(r["reach"] == "public" for r in exposed) + ["tls"] * (auth != "disabled" and not tls)
-    fix = " ".join(_PORT_FIXES[g] for g in groups)
+    old = _old_ray(snap["cluster"]) if auth == "disabled" else None
     if auth == "disabled":
-        old = _old_ray(snap["cluster"])
-        fix = (_FIX_OLD_RAY.format(old=old) if old else _FIX_TOKEN_FIRST) + fix
+        groups.insert(0, "old_ray" if old else "token_first")
+    fix = " ".join(PORT_FIXES[_GROUP_CASE[g]].format(old=old) for g in groups)
     evidence = {
         "node_id": node["node_id"], "ip": node.get("ip"), "is_head": node.get("is_head"),
         "token_authentication": auth, "tls": tls, "host_addresses": table.get("host_addresses"),
@@ -288,19 +313,10 @@ def _old_ray(cluster: dict) -> str | None:
 
 def _token_fix_for(cluster: dict) -> str:
     old = _old_ray(cluster)
-    if not old:
-        return _TOKEN_FIX
-    return (f"This cluster runs Ray {old}, which has no token authentication (Ray has it from "
-            "2.52 on). Until it is upgraded, keep every Ray port private to the cluster's own "
-            "nodes: a firewall or security group that admits only them (the GCS port, the "
-            "raylet, object manager, worker and agent ports), the dashboard and the Ray Client "
-            "port reached only through a tunnel such as `kubectl port-forward` or SSH, never "
-            "from the internet. Then upgrade the cluster to Ray 2.52 or newer and turn token "
-            "authentication on (RAY_AUTH_MODE=token and one token on every node and client; on "
-            "KubeRay, `spec.authOptions.mode: token`).")
+    return TOKEN_FIXES[_NO_TOKENS if old else _HAS_TOKENS].format(old=old)
 
 
-@check("RLD701", "auth-disabled", area="security", requires=("cluster",))
+@check("RLD701", "auth-disabled", area="security", requires=("cluster",), fixes=TOKEN_FIXES)
 def auth_disabled(snap, params):
     """Ray token authentication off: the cluster accepts clients without a token.
 
@@ -320,14 +336,6 @@ def auth_disabled(snap, params):
         on a node's own address: the other nodes of a real cluster must reach it), `warn`
         when every port is loopback-only (a single machine, where only its own users get
         in).
-
-    Fix:
-        Turn token authentication on for every node and every client in one restart:
-        RAY_AUTH_MODE=token and one token (RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH) on every
-        node and client; on KubeRay, `spec.authOptions.mode: token`. Nodes and clients in
-        the other mode are refused until all agree (RLD105). A cluster of Ray older than
-        2.52 has no token authentication: keep its ports private to its own nodes, reach it
-        through a tunnel, and upgrade.
     """
     cluster = snap["cluster"]
     auth, how = auth_state(cluster)
