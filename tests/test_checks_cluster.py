@@ -191,3 +191,45 @@ def test_rld105_reads_the_node_state_so_a_dead_node_is_rld101s_alone():
     node.update(alive=False, death_reason="UNEXPECTED_TERMINATION")
     assert run(auth_mismatch, doc) == []
     assert [f.subject for f in run(node_dead, doc)] == [f"node:{worker}"]
+
+
+def test_rld101_rld103_to_rld105_fixes_beyond_the_recorded_fixtures_are_their_tables_cases():
+    """Each fix is its check's `fixes` table filled in (what `explain` prints), on the paths no
+    recorded fixture takes: a silent raylet (its case with the dead node's fix written in), a
+    probe with no answer, a node whose workers never start, a busy demand, a slow control plane
+    and a node that refuses rldoctor's token."""
+    from rldoctor.checks.cluster.control_plane import control_plane_slow
+    from rldoctor.checks.cluster.nodes import auth_mismatch
+    from rldoctor.engine.registry import fix_pattern
+
+    def says_its_table(check, findings):
+        assert findings and all(fix_pattern(check.fixes).fullmatch(f.fix) for f in findings), findings
+        return findings
+
+    data = fixture("healthy-3node")
+    node_id = data["nodes"][2]["node_id"]
+    [silent] = says_its_table(node_dead, run(node_dead, _with_silent_raylet(data, node_id)))
+    [dead_fix] = [t for t in node_dead.fixes.values() if "Read why the node went away" in t]
+    assert silent.fix.endswith(f"({dead_fix.format(node_id=node_id)})")
+    assert "(<the fix for a node that died>)" in node_dead.doc["Fix"]
+    data["versions"]["failed"] = {node_id: {"kind": "timeout", "error": "no answer within 8s"}}
+    [no_answer] = says_its_table(node_dead, run(node_dead, data))
+    assert f"--node-id {node_id}`" in no_answer.fix
+    data["versions"]["failed"][node_id]["raylet"] = "answers"
+    [not_starting] = says_its_table(node_dead, run(node_dead, data))
+    assert not_starting.evidence["workers_start"] is False and not_starting.fix in node_dead.fixes.values()
+
+    demands = fixture("infeasible-demands")
+    demands["demands"]["task_actor"] = [{"shape": {"CPU": 1.0}, "count": 4}]
+    demands["demands"]["placement_groups"][0]["strategy"] = "PACK"
+    busy = says_its_table(unschedulable_demand, run(unschedulable_demand, demands))
+    assert all("but they are busy" in f.fix for f in busy)
+
+    slow = _with_silent_raylet(fixture("healthy-3node"), node_id, 2600.0)
+    slow["control_plane"]["gcs"]["first_call_ms"] = 4000.0
+    assert len(says_its_table(control_plane_slow, run(control_plane_slow, slow))) == 2
+
+    doc = fixture("healthy-3node")
+    doc["versions"]["failed"][node_id] = {"kind": "auth", "error": "AuthenticationError: refused",
+                                          "auth": "its raylet refused rldoctor's token"}
+    says_its_table(auth_mismatch, run(auth_mismatch, doc))
