@@ -241,3 +241,27 @@ def test_token_auth_fix_stays_for_252_and_newer():
     data["cluster"]["ray_version"] = "2.52.0"
     [finding], _ = run(auth_disabled, data)
     assert "ray get-auth-token --generate" in finding.fix
+
+
+def test_rld702s_fix_is_its_tables_cases_joined_the_tokens_first_and_rld701s_one_case():
+    """What a finding's fix says is what `explain` prints: RLD702's is the cases of its table its
+    ports and node need (public address, no TLS), after the token's when the cluster has none,
+    and RLD701's is one case of its own, by the cluster's Ray."""
+    from rldoctor.engine.registry import fix_pattern
+
+    public = edited(token=True, host_addresses=["127.0.0.1", "35.1.2.3"])
+    old = copy.deepcopy(SNAP)
+    old["cluster"]["ray_version"] = "2.40.0"
+    cases = exposed_endpoint.fixes
+    for data in (SNAP, old, public, edited(token=True, host_addresses=["35.1.2.3"], tls=True)):
+        findings = run(exposed_endpoint, data)[0]
+        assert findings and all(fix_pattern(cases).fullmatch(f.fix) for f in findings)
+        for f in run(auth_disabled, data)[0]:
+            assert f.fix in [t.format(old="2.40.0") for t in auth_disabled.fixes.values()]
+    head = by_subject(run(exposed_endpoint, public)[0])[f"node:{HEAD['node_id']}"]
+    tls, on_public = (next(t for t in cases.values() if t.startswith(words)) for words in
+                      ("Token authentication does not encrypt", "A node on a public address"))
+    assert head.fix.endswith(f"{on_public} {tls}")
+    first = by_subject(run(exposed_endpoint, old)[0])[f"node:{HEAD['node_id']}"].fix
+    assert first.startswith("Ray 2.40.0 has no token authentication: keep these ports private to "
+                            "the cluster's nodes, and upgrade (RLD701 says how). Bind the dashboard")
