@@ -161,3 +161,30 @@ def test_rld109_counts_the_env_runners_of_an_algorithm_lost_with_the_node_wherev
     assert "terminated by the autoscaler as idle" in found.message
     assert "2 env runner(s) and 1 other RLlib actor(s) lost with it" in found.message, found.message
     assert sorted(m["role"] for m in found.evidence["lost"]) == ["algorithm", "env runner", "env runner"]
+
+
+def test_rld108_and_rld109_fixes_are_their_tables_cases_the_idle_by_resources_one_joined():
+    """Each RLD108 finding's fix is its cause's case (no autoscaler included, a path no
+    recorded fixture takes), and RLD109's warning before a node with no resource in use is
+    removed is its own case joined with the removal's: what `explain` prints, filled in."""
+    import copy
+
+    from conftest import FIXTURES
+    from rldoctor.checks.cluster.autoscaler import nodes_removed_under_training, scale_up_blocked
+    from rldoctor.engine.registry import fix_pattern
+    from rldoctor.snapshot import Snapshot
+
+    blocked = json.loads((FIXTURES / "autoscaler-blocked-v1.json").read_text())
+    none_runs = copy.deepcopy(blocked)
+    none_runs["autoscaler"]["running"] = False
+    for data in (blocked, none_runs):
+        found = list(scale_up_blocked(Snapshot(data), {}))
+        assert found and all(fix_pattern(scale_up_blocked.fixes).fullmatch(f.fix) for f in found)
+    [nothing_adds] = [f for f in scale_up_blocked(Snapshot(none_runs), {}) if f.subject == "autoscaler"]
+    assert nothing_adds.fix in scale_up_blocked.fixes.values() and "Nothing adds nodes" in nothing_adds.fix
+
+    paused = json.loads((FIXTURES / "autoscaler-idle-ray240-pause.json").read_text())
+    [early] = [f for f in nodes_removed_under_training(Snapshot(paused), {})
+               if "hold no resource there" in f.message]
+    removed, resource = nodes_removed_under_training.fixes.values()
+    assert early.fix == f"{resource} {removed}" and len(nodes_removed_under_training.fixes) == 2
