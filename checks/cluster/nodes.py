@@ -19,11 +19,12 @@ _DEATH_SEVERITY = {
 }
 
 # RLD101's fixes, by what became of the node (the words of each state are below the check)
-_DIED = "a node died, or neither its raylet nor rldoctor's probe answers"
+_DIED_CASE = "a node died, or neither its raylet nor rldoctor's probe answers"
+_SILENT_CASE = "a node's raylet is alive but does not answer (frozen or cut off)"
 _NO_PROBE_CASE = "a node alive in the GCS did not answer rldoctor's probe"
 _NOT_STARTING_CASE = "a node's raylet answers but its worker processes do not start"
 NODE_FIXES = {
-    _DIED: (
+    _DIED_CASE: (
     "Read why the node went away: `ray logs raylet.out --node-id {node_id}` (if its logs "
     "survive) and the host's `dmesg` for OOM kills or preemption. A raylet that missed "
     "health checks died (OOM, preemption, crash) or was starved (saturated network, busy "
@@ -31,7 +32,7 @@ NODE_FIXES = {
     "marks a node dead. Replace the node (`ray start --address <head>` on a new host, or let "
     "the autoscaler/KubeRay do it); RLlib restarts env runners that were on it only when "
     "`config.fault_tolerance(restart_failed_env_runners=True)` (the default)."),
-    "a node's raylet is alive but does not answer (frozen or cut off)": (
+    _SILENT_CASE: (
     "A raylet that is alive but silent is frozen (SIGSTOP, a process stuck in the kernel on a "
     "dying disk or NFS mount, a paused VM or container) or cut off by the network. On the host: "
     "`ps -o stat,pid,cmd -C raylet` (state T is stopped, D is stuck in the kernel), `dmesg`, and "
@@ -117,7 +118,7 @@ def _dead(snap, node, decided, failure, evidence):
         _DEAD.format(what="head " if node.get("is_head") else "", label=snap.label(node["node_id"]),
                      reason=reason, message=f": {message}" if message else ""),
         {**evidence, "death_reason": reason, "death_message": message},
-        NODE_FIXES[_DIED].format(node_id=node["node_id"]))
+        NODE_FIXES[_DIED_CASE].format(node_id=node["node_id"]))
 
 
 def _silent(snap, node, decided, failure, evidence):
@@ -126,8 +127,8 @@ def _silent(snap, node, decided, failure, evidence):
                 _SILENT.format(label=snap.label(node["node_id"]), waited=ping.get("waited_s") or 2),
                 {**evidence, "raylet_ping": ping, "raylet_error": decided.raylet_error,
                  "state": "not answering"},
-                NODE_FIXES["a node's raylet is alive but does not answer (frozen or cut off)"].format(
-                    the_fix_for_a_node_that_died=NODE_FIXES[_DIED].format(node_id=node["node_id"])))
+                NODE_FIXES[_SILENT_CASE].format(
+                    the_fix_for_a_node_that_died=NODE_FIXES[_DIED_CASE].format(node_id=node["node_id"])))
 
 
 def _gone(snap, node, decided, failure, evidence):
@@ -137,7 +138,7 @@ def _gone(snap, node, decided, failure, evidence):
                 _GONE.format(label=snap.label(node["node_id"]), raylet=decided.raylet_error[:100],
                              error=error[:100]),
                 {**evidence, "probe_error": error, "raylet_error": decided.raylet_error},
-                NODE_FIXES[_DIED].format(node_id=node["node_id"]))
+                NODE_FIXES[_DIED_CASE].format(node_id=node["node_id"]))
 
 
 def _no_probe(snap, node, decided, failure, evidence):
