@@ -65,12 +65,23 @@ def test_no_check_module_writes_a_fix_outside_its_table():
     assert stray == {}
 
 
+def said_by_ray_lines(code: str) -> dict[str, str]:
+    """The fixes a finding of `code` may carry from Ray's lines it quotes: the catalogue's
+    (rldoctor.raylog.catalogue, each written once there), put before the check's own."""
+    from rldoctor.raylog import catalogue
+
+    texts = [e.fix for e in catalogue.ENTRIES if e.code == code]
+    if code == "RLD101":
+        texts += [fix for _, _, fix in catalogue.NODE_DEATH_FIXES]
+    return {f"ray line {i}": t.replace("{", "{{").replace("}", "}}") for i, t in enumerate(texts)}
+
+
 def test_every_fix_of_the_fixtures_reports_is_one_of_its_checks_cases():
     by_code = {c.code: c for c in builtin_checks()}
     seen = 0
     for snapshot in golden.snapshots():
         for result in golden.report_of(snapshot).results:
-            table = by_code[result.code].fixes
+            table = {**said_by_ray_lines(result.code), **by_code[result.code].fixes}
             for f in result.findings:
                 if f.fix:
                     seen += 1

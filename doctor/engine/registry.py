@@ -123,9 +123,20 @@ def _fields(template: str) -> list[tuple[str, str | None]]:
 
 
 def render_fixes(fixes: dict[str, str]) -> str:
-    """The documentation's Fix, written from a check's fix table: each case that is no other
-    case's fragment, as "When <case>: <text>" (the text alone for one case), a fragment written
-    in where it is used, the values a check fills in as <name>."""
+    """The documentation's Fix, written from a check's fix table: each case as "When <case>:
+    <text>" (the text alone for one case), a fragment written in where it is used, the values
+    a check fills in as <name>."""
+    import textwrap
+
+    cases = fix_cases(fixes)
+    if len(cases) == 1:
+        return textwrap.fill(cases[0][1], 88)
+    return "\n\n".join(textwrap.fill(f"When {case}: {t}", 88) for case, t in cases)
+
+
+def fix_cases(fixes: dict[str, str]) -> list[tuple[str, str]]:
+    """(case, its text for people) of each case of a fix table (a case used inside another,
+    a fragment, is written in there too; a value to fill in reads <name>)."""
 
     def text(template: str, depth: int = 0) -> str:
         out = []
@@ -139,13 +150,7 @@ def render_fixes(fixes: dict[str, str]) -> str:
                 out.append(f"<{name.replace('_', ' ')}>")
         return "".join(out)
 
-    import textwrap
-
-    used = {name for t in fixes.values() for _, name in _fields(t) if name in fixes}
-    cases = [(case, t) for case, t in fixes.items() if case not in used]
-    if len(cases) == 1:
-        return textwrap.fill(text(cases[0][1]), 88)
-    return "\n\n".join(textwrap.fill(f"When {case}: {text(t)}", 88) for case, t in cases)
+    return [(case, text(t)) for case, t in fixes.items()]
 
 
 def fix_pattern(fixes: dict[str, str]) -> re.Pattern:
