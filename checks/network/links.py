@@ -492,7 +492,7 @@ def _closed_lines(snap, per_port: dict) -> list[str]:
     return out
 
 
-_BAD_ADDRESS_CASE = "the node registered with an address the others cannot reach (then the text below)"
+_BAD_ADDRESS_CASE = "the node registered with an address the others cannot reach (the text below follows)"
 PORT_FIXES = {_BAD_ADDRESS_CASE: (
     "The node registered with {ip}, and no other node could open any of its ports there. Restart "
     "it with `ray start --node-ip-address <an address the other nodes reach>` (on a host with "

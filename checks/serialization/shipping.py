@@ -83,33 +83,34 @@ PICKLE_FIXES = {
     "the code refers to a module-level object": (
         "The code refers to a module-level object; Ray ships a script's functions and classes by "
         "value, module-level objects they use included."),
-    "it is a lock": (
+    "the member that cannot be pickled is a lock": (
         "Create the lock where it is used: in the env's (or callbacks') `__init__` or on first "
         "use, so each env runner makes its own; not at import or in the closure. A lock made on "
         "the driver cannot travel."),
-    "it is a connection or a client": (
+    "the member that cannot be pickled is a connection or a client": (
         "Open the connection inside the env's or callbacks' `__init__`, or on first use (an "
         "attribute that starts as None and is filled the first time it is needed), not at import "
         "or in the closure. Pass only plain data (host, port, URL) through `env_config`."),
-    "it is an open file": (
+    "the member that cannot be pickled is an open file": (
         "Open the file inside the env's `__init__` or on first use, and pass its path through "
         "`env_config`; an open file handle cannot travel."),
-    "it is a generator": (
+    "the member that cannot be pickled is a generator": (
         "Make the generator (or iterator) inside the env's `__init__` or `reset()`; a running "
         "generator cannot be pickled."),
-    "it is a device handle or a writer": (
+    "the member that cannot be pickled is a device handle or a writer": (
         "Create it inside `__init__` on the env runner or learner (a SummaryWriter, a CUDA "
         "handle) instead of on the driver."),
-    "it is another object": (
+    "the member that cannot be pickled is another kind of object": (
         "Create it inside the env's `__init__` or on first use, not at import or in the closure, "
         "and pass only plain data (paths, hosts, numbers) through `env_config`."),
-    "it has been changed (after each of the above)": (
+    "the object has been changed (after any of the above)": (
         "Check again with `rldoctor check --target {target}`, or in Python with "
         "`ray.util.inspect_serializability({probe}, name=\"{name}\")`."),
 }
-_KIND_CASES = {"lock": "it is a lock", "connection": "it is a connection or a client",
-               "file": "it is an open file", "generator": "it is a generator",
-               "device": "it is a device handle or a writer", "other": "it is another object"}
+_KIND_CASES = {kind: f"the member that cannot be pickled is {what}" for kind, what in (
+    ("lock", "a lock"), ("connection", "a connection or a client"), ("file", "an open file"),
+    ("generator", "a generator"), ("device", "a device handle or a writer"),
+    ("other", "another kind of object"))}
 
 
 def _where(labels: list[str], types: list[str]) -> list[str]:
@@ -136,7 +137,7 @@ def _fix(obj: dict, culprit: dict, target: str) -> str:
         probe = name
     return " ".join(_where(culprit["labels"], culprit.get("types") or []) + [
         PICKLE_FIXES[_KIND_CASES[_category(culprit["type"])]].format(),
-        PICKLE_FIXES["it has been changed (after each of the above)"].format(
+        PICKLE_FIXES["the object has been changed (after any of the above)"].format(
             target=target, probe=probe, name=name)])
 
 
