@@ -346,3 +346,23 @@ def test_the_finding_names_the_jobs_command_from_its_script_on():
     [g] = _findings(data)
     assert g.message.startswith("job warehouse-sensor failed at ")
     assert g.evidence["not_recorded"] == ["the job's entrypoint: Ray did not record it"]
+
+
+@pytest.mark.parametrize("kind, case, data", [
+    ("runtime_env", "the runtime_env could not be built",
+     _snapshot([_job("env", "FAILED", NOW - 10, error_type="RUNTIME_ENV_SETUP_FAILURE",
+                     message="Failed to set up runtime environment.\nERROR: No matching "
+                             "distribution found for nopkg==9.9")])),
+    ("killed", "a worker was killed from outside",
+     _snapshot([_job("kill", "FAILED", NOW - 10)], actors=[_runner()],
+               dead=[dict(SYSTEM_EXIT_1, exit_detail="Worker unexpectedly exits with a connection "
+                          "error code 2. End of file. There are some potential root causes.")])),
+    ("unknown", "the root cause is not recorded", _snapshot([_job("plain", "FAILED", NOW - 10)])),
+])
+def test_each_root_cause_carries_its_case_of_the_fix_table(kind, case, data):
+    # RLD405 says its fix once, in its table: a root cause's finding carries that case, filled in
+    from rldoctor.checks.workers.crashes import JOB_FIXES
+
+    [f] = _findings(data)
+    assert f.evidence["root_cause"] == kind
+    assert f.fix == JOB_FIXES[case].format(sid=f.evidence["submission_id"])

@@ -47,24 +47,33 @@ def _what_fills(contents: dict) -> list[str]:
     return parts
 
 
+_OLD_SESSIONS = "old session dirs of earlier runs are on it"
+DISK_FIXES = {
+    _OLD_SESSIONS: (
+        "delete the old session dirs in {temp} ({old}): only the current session (session_latest "
+        "points to it) is in use; "),
+    "a file system near or over Ray's local_fs_capacity_threshold": (
+        "Free space now, then move Ray's writes to a volume of their own. Safe to delete: "
+        "{" + _OLD_SESSIONS + "}"
+        "delete rotated logs (`*.1.out` ... and logs/old/) of the current session; bound the "
+        "rest with RAY_ROTATION_MAX_BYTES and RAY_ROTATION_BACKUP_COUNT on `ray start` "
+        "(gcs_server.out is not rotated by Ray: logrotate with copytruncate); spilled objects "
+        "go when the ObjectRefs holding them are released (RLD302); never delete spill files "
+        "of a running session by hand; stray files that are not Ray's (the largest entries "
+        "above) are yours to remove. For good: start the node with `ray start "
+        "--temp-dir=/mnt/big/ray` (per node) and spill elsewhere with `ray start "
+        "--object-spilling-directory=/mnt/big/spill` (or `_system_config={{\"object_spilling_config\": "
+        "...}}` on the head); raising `local_fs_capacity_threshold` only postpones the "
+        "OutOfDiskError."),
+}
+
+
 def _fix(paths: dict, contents: dict) -> str:
     old = [e["name"] for e in contents.get("temp_dir_entries") or [] if e.get("kind") == "old session"]
     temp = paths.get("temp_dir") or paths.get("session_dir") or "the temp dir"
-    steps = []
-    if old:
-        steps.append(f"delete the old session dirs in {temp} ({', '.join(old[:3])}): only the "
-                     "current session (session_latest points to it) is in use")
-    steps.append("delete rotated logs (`*.1.out` ... and logs/old/) of the current session; bound the "
-                 "rest with RAY_ROTATION_MAX_BYTES and RAY_ROTATION_BACKUP_COUNT on `ray start` "
-                 "(gcs_server.out is not rotated by Ray: logrotate with copytruncate)")
-    steps.append("spilled objects go when the ObjectRefs holding them are released (RLD302); never "
-                 "delete spill files of a running session by hand")
-    steps.append("stray files that are not Ray's (the largest entries above) are yours to remove")
-    return ("Free space now, then move Ray's writes to a volume of their own. Safe to delete: "
-            + "; ".join(steps) + ". For good: start the node with `ray start --temp-dir=/mnt/big/ray` "
-            "(per node) and spill elsewhere with `ray start --object-spilling-directory=/mnt/big/spill` "
-            "(or `_system_config={\"object_spilling_config\": ...}` on the head); raising "
-            "`local_fs_capacity_threshold` only postpones the OutOfDiskError.")
+    sessions = DISK_FIXES[_OLD_SESSIONS].format(temp=temp, old=", ".join(old[:3])) if old else ""
+    return DISK_FIXES["a file system near or over Ray's local_fs_capacity_threshold"].format(
+        **{_OLD_SESSIONS: sessions})
 
 
 def _headroom(fs: dict, threshold: float) -> int | None:
@@ -91,7 +100,7 @@ def _close_enough(snap, node_id: str, headroom: int | None, params) -> tuple[boo
 
 
 @check("RLD305", "disk-pressure", area="memory", requires=("hosts|logged_host_faults",),
-       params={"warn_margin": 0.10, "warn_headroom_bytes": 10 * 2**30})
+       params={"warn_margin": 0.10, "warn_headroom_bytes": 10 * 2**30}, fixes=DISK_FIXES)
 @_loglines.also("RLD305", needs=("hosts",))
 def disk_pressure(snap, params):
     """A node's temp, log or spill file system near or over Ray's local_fs_capacity_threshold.
@@ -112,13 +121,6 @@ def disk_pressure(snap, params):
         when what is left before it is small too: under 10 GiB, or under the node's object
         store (spilling can write that much at once); a large disk at 86 % with tens of GiB to
         go is how many nodes run.
-
-    Fix:
-        The evidence lists what fills the file system, with sizes. Delete old `session_*`
-        dirs (never the current one) and rotated logs; release the ObjectRefs that keep
-        spilled objects. Then move the temp dir (`ray start --temp-dir`, per node) or the spill
-        dir (`--object-spilling-directory`) to a volume of its own, and bound logs with
-        RAY_ROTATION_MAX_BYTES / RAY_ROTATION_BACKUP_COUNT.
     """
     for node_id, host in sorted((snap["hosts"] or {}).items()):
         disk = host.get("disk") or {}

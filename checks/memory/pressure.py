@@ -35,7 +35,7 @@ def _owner_label(owner: dict, actors: dict) -> str:
     return f"{who}, pid {owner['pid']}: {owner['num_owned_objects']} objects"
 
 
-_STORE_FIX = (
+STORE_FIXES = {"the object store is nearly full": (
     "Find what holds the objects: the evidence lists the top owners; `ray memory "
     "--group-by STACK_TRACE --sort-by OBJECT_SIZE` shows where each was created. Then, by "
     "case: leaked ObjectRefs (refs kept in a list, a dict of futures never drained) must be "
@@ -46,11 +46,11 @@ _STORE_FIX = (
     "object_store_memory\" is right: raise "
     "`--object-store-memory` on `ray start` (default 30% of RAM) and keep /dev/shm at least "
     "that big (Docker: `--shm-size`)."
-)
+)}
 
 
 @check("RLD301", "object-store-pressure", area="memory", requires=("object_store|logged_store_faults",),
-       params={"warn_fraction": 0.70, "fail_fraction": 0.90})
+       params={"warn_fraction": 0.70, "fail_fraction": 0.90}, fixes=STORE_FIXES)
 @_loglines.also("RLD301", needs=("object_store",))
 def object_store_pressure(snap, params):
     """Object store use high on a node.
@@ -64,12 +64,6 @@ def object_store_pressure(snap, params):
         The node's plasma store holds more than it comfortably can: ObjectRefs kept
         alive by a driver or actor, too many sample batches in flight, large weights
         broadcast every iteration, or a store sized too small for the workload.
-
-    Fix:
-        Find the owners (`ray memory --group-by STACK_TRACE --sort-by OBJECT_SIZE`),
-        release leaked references, send less in flight
-        (`max_requests_in_flight_per_env_runner`, smaller batches), or raise
-        `--object-store-memory` when the working set really is that big.
 
     Advice:
         A common troubleshooting table says "workers restart often: not enough memory:
@@ -102,10 +96,10 @@ def object_store_pressure(snap, params):
             "fallback_bytes": s.get("object_store_bytes_fallback"),
             "top_owners": [dict(o, label=_owner_label(o, actors)) for o in owners],
             "thresholds": {"warn": params["warn_fraction"], "fail": params["fail_fraction"]}},
-            _STORE_FIX)
+            STORE_FIXES["the object store is nearly full"].format())
 
 
-_SPILL_FIX = (
+SPILL_FIXES = {"objects were spilled to disk": (
     "Spilling keeps a full object store working by writing objects to disk, at disk speed: "
     "fine now and then, a bottleneck when steady. Reduce what is in the store (see RLD301's "
     "fix: leaked refs, max_requests_in_flight_per_env_runner, batch sizes) or give the store "
@@ -113,11 +107,11 @@ _SPILL_FIX = (
     "`ray start --object-spilling-directory /mnt/fast-disk` (Ray's default is the session dir "
     "under /tmp); past local_fs_capacity_threshold (95% full) object creation fails with "
     "OutOfDiskError."
-)
+)}
 
 
 @check("RLD302", "object-spilling", area="memory", requires=("object_store|logged_store_faults",),
-       params={"disk_fail_fraction": 0.95})
+       params={"disk_fail_fraction": 0.95}, fixes=SPILL_FIXES)
 @_loglines.also("RLD302", needs=("object_store",))
 def object_spilling(snap, params):
     """Objects spilled to disk.
@@ -130,10 +124,6 @@ def object_spilling(snap, params):
     Cause:
         The object store filled up (RLD301) and Ray moved primary copies to disk to make
         room. Every spilled object is written and later read back from disk.
-
-    Fix:
-        Put less in the store or make it bigger; spill to a large, fast disk with
-        `--object-spilling-directory`; keep that disk below 95% full.
     """
     for node_id, stats in sorted((snap["object_store"].get("nodes") or {}).items()):
         s = stats["store"]
@@ -158,25 +148,23 @@ def object_spilling(snap, params):
             "restored_bytes": s.get("restored_bytes_total"),
             "spill_time_s": seconds, "spill_directory": spill_dir,
             "spill_directory_is_default": raylet.get("spill_directory_is_default"),
-            "spill_disk_free_bytes": free, "spill_disk_total_bytes": total}, _SPILL_FIX)
+            "spill_disk_free_bytes": free, "spill_disk_total_bytes": total},
+            SPILL_FIXES["objects were spilled to disk"].format())
 
 
-_HOST_MEMORY_FIX = (
+MEMORY_FIXES = {"the node's memory is near Ray's kill threshold": (
     "The node is close to the point where Ray's memory monitor kills workers (RLD402). Cut "
     "heap use per node: fewer env runners per node (lower num_env_runners or raise "
     "num_cpus_per_env_runner), smaller batches and fewer envs per runner, or more RAM. Look "
     "at what uses it (`ray logs raylet.out` lists the top memory users at each kill; `ps` "
     "on the host). The object store's memory counts too: do not raise object_store_memory "
     "to fix this."
-)
-
-
-_CGROUP_MEMORY_FIX = (
-    " This node runs in a memory-limited cgroup (a container, a pod, a systemd slice): its "
+), "the node runs in a memory-limited cgroup (in addition to the above)": (
+    "This node runs in a memory-limited cgroup (a container, a pod, a systemd slice): its "
     "limit, not the host's RAM, is what it may use, so raising the limit works too (Docker "
     "`--memory`, Kubernetes `resources.limits.memory`, the group's memory.max or "
     "memory.limit_in_bytes)."
-)
+)}
 
 
 def _memory_in_force(host: dict) -> dict | None:
@@ -196,7 +184,7 @@ def _memory_in_force(host: dict) -> dict | None:
 
 
 @check("RLD303", "node-memory-pressure", area="memory", requires=("hosts",),
-       params={"warn_margin": 0.10, "fail_margin": 0.03})
+       params={"warn_margin": 0.10, "fail_margin": 0.03}, fixes=MEMORY_FIXES)
 def node_memory_pressure(snap, params):
     """Host or container memory near Ray's OOM-kill threshold.
 
@@ -211,10 +199,7 @@ def node_memory_pressure(snap, params):
         memory.limit_in_bytes, v2 memory.max), whichever is tighter. Ray's memory monitor
         kills workers once use passes `RAY_memory_usage_threshold` (default 0.95) of the
         node's memory; in a cgroup that it does not see, the kernel kills at the limit.
-
-    Fix:
-        Fewer or smaller env runners per node, or more memory (or a higher container
-        limit). Warned within 10 points of the threshold, failed within 3 (settable).
+        Warned within 10 points of the threshold, failed within 3 (settable).
     """
     for node_id, host in sorted((snap["hosts"] or {}).items()):
         memory = _memory_in_force(host)
@@ -236,10 +221,10 @@ def node_memory_pressure(snap, params):
         said = {"where": _where(snap, node_id), "used": used * 100, "used_bytes": _gib(used_bytes),
                 "total": _gib(total), "state": state, "threshold": threshold * 100, "source": source}
         if memory["judged"] == "host":
-            yield severity(f"node:{node_id}", _HOST_PRESSURE.format(**said), evidence, _HOST_MEMORY_FIX)
+            yield severity(f"node:{node_id}", _HOST_PRESSURE.format(**said), evidence, _memory_fix(memory))
         else:
             yield severity(f"node:{node_id}", _cgroup_pressure(host, memory, said, evidence), evidence,
-                           _HOST_MEMORY_FIX + _CGROUP_MEMORY_FIX)
+                           _memory_fix(memory))
 
 
 # RLD303's message, as data: the host's memory, or the raylet cgroup's with what else is known.
@@ -252,6 +237,15 @@ _HOST_ITSELF = "; the host itself is {host_used:.0f}% used"
 _MONITOR_BLIND = ("; Ray's memory monitor reads {reads}, not this cgroup, so it will not act "
                   "before the kernel's OOM killer does at the limit: workers vanish with SIGKILL "
                   "(RLD403) instead of an OutOfMemoryError")
+
+
+def _memory_fix(memory: dict) -> str:
+    """RLD303's fix: the node's memory, and a cgroup's limit where that is what it is judged by."""
+    fix = MEMORY_FIXES["the node's memory is near Ray's kill threshold"].format()
+    if memory["judged"] == "cgroup":
+        fix += " " + MEMORY_FIXES[
+            "the node runs in a memory-limited cgroup (in addition to the above)"].format()
+    return fix
 
 
 def _cgroup_pressure(host: dict, memory: dict, said: dict, evidence: dict) -> str:
@@ -270,17 +264,21 @@ def _cgroup_pressure(host: dict, memory: dict, said: dict, evidence: dict) -> st
     return message
 
 
-_SHM_FIX = (
+SHM_FIXES = {"the object store is not in shared memory or does not fit it": (
     "Give the object store shared memory: on Docker run with `--shm-size` at least the "
     "object store size (Ray's default store is 30% of RAM; in a Ray cluster YAML add it to "
-    "`docker.run_options`); on Kubernetes mount an `emptyDir: {medium: Memory}` at /dev/shm "
+    "`docker.run_options`); on Kubernetes mount an `emptyDir: {{medium: Memory}}` at /dev/shm "
     "(KubeRay does this for you when you set it in the pod template). Or shrink the store "
     "with `ray start --object-store-memory` to fit /dev/shm. A store on disk "
     "(RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE) works, slowly."
-)
+)}
 
 
-@check("RLD304", "shm-too-small", area="memory", requires=("hosts",))
+def _shm_fix() -> str:
+    return SHM_FIXES["the object store is not in shared memory or does not fit it"].format()
+
+
+@check("RLD304", "shm-too-small", area="memory", requires=("hosts",), fixes=SHM_FIXES)
 def shm_too_small(snap, params):
     """Object store not on /dev/shm, or /dev/shm smaller than the configured object store.
 
@@ -293,10 +291,6 @@ def shm_too_small(snap, params):
         Containers get a 64 MB /dev/shm by default. When it is smaller than the object
         store, Ray puts the store on disk (/tmp) instead; a store placed elsewhere by
         `--plasma-directory` is on disk too.
-
-    Fix:
-        Enlarge /dev/shm (Docker `--shm-size`, a memory-backed emptyDir on Kubernetes)
-        to at least the object store size, or shrink the store to fit.
     """
     for node_id, host in sorted((snap["hosts"] or {}).items()):
         raylet = host.get("raylet") or {}
@@ -313,13 +307,13 @@ def shm_too_small(snap, params):
                        f"every object is disk-backed"
                        + (f" (/dev/shm is {_mib(shm_total)}, the store {_mib(size)})"
                           if shm_total and size else ""),
-                       evidence, _SHM_FIX)
+                       evidence, _shm_fix())
         elif shm_total is not None and size and shm_total < size:
             yield fail(f"node:{node_id}",
                        f"/dev/shm on {_where(snap, node_id)} is {_mib(shm_total)}, smaller than "
                        f"the {_mib(size)} object store placed on it",
-                       evidence, _SHM_FIX)
+                       evidence, _shm_fix())
         elif fallback > 0:
             yield info(f"node:{node_id}",
                        f"object store on {_where(snap, node_id)} overflowed {_mib(fallback)} "
-                       "into disk-backed fallback memory", evidence, _SHM_FIX)
+                       "into disk-backed fallback memory", evidence, _shm_fix())

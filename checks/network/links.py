@@ -149,14 +149,14 @@ def slow_nodes(snap, params: dict) -> dict[str, tuple[float, str]]:
             for node_id, v in latency_verdicts(snap, params).items() if v["level"]}
 
 
-_LATENCY_FIX = (
+LATENCY_FIXES = {"a node's round trip is far above the baseline": (
     "Every call to an actor on this node (env runner sample() requests, weight syncs) pays "
     "this round trip. Find where it comes from: another zone or region (see RLD203; keep the "
     "learner and its env runners in one zone), a saturated or throttled link (`ping` and "
     "`iperf3` between the hosts, cloud network metrics), or an overloaded host (load, CPU "
     "steal, a raylet starved of CPU). If the node cannot be fixed, drain it (`ray drain-node`) "
     "or keep RLlib actors off it with a label selector."
-)
+)}
 
 
 def _describe(node_id: str, node: dict, label: str) -> str:
@@ -164,7 +164,7 @@ def _describe(node_id: str, node: dict, label: str) -> str:
 
 
 @check("RLD201", "high-network-latency", area="network", requires=("network", "nodes"),
-       params=dict(LATENCY_DEFAULTS))
+       params=dict(LATENCY_DEFAULTS), fixes=LATENCY_FIXES)
 def high_network_latency(snap, params):
     """A node whose round trip from the driver is far above the local baseline.
 
@@ -176,10 +176,6 @@ def high_network_latency(snap, params):
         The path to the node is long or congested (another availability zone or region,
         a saturated NIC, a throttled VM), or the node is too overloaded to answer fast.
         The baseline is a probe on the driver's own node, where no network is crossed.
-
-    Fix:
-        Measure the link (`ping`, `iperf3`), move the node into the learner's zone
-        (RLD203), relieve an overloaded host, or keep RLlib actors off the node.
         Thresholds: warn at 5 ms, fail at 20 ms over the baseline (settable), each raised
         by twice the spread of the round trips (p90 - p10, median over the nodes), so a
         busy cluster's jitter is not taken for a slow link. A node is reported only when
@@ -231,16 +227,17 @@ def high_network_latency(snap, params):
             verdict["level"], f"node:{node_id}",
             f"round trip to {_describe(node_id, node, label)} is {entry['p50_ms']:.1f} ms (p95 "
             f"{entry.get('p95_ms') or 0:.1f} ms), {verdict['over_ms']:.1f} ms above the "
-            f"{base_ms:.1f} ms baseline on the driver's node{again}", evidence, _LATENCY_FIX)
+            f"{base_ms:.1f} ms baseline on the driver's node{again}", evidence,
+            LATENCY_FIXES["a node's round trip is far above the baseline"].format())
 
 
-_TRANSFER_FIX = (
+TRANSFER_FIXES = {"objects reach a node far slower than the others": (
     "Objects (sample batches, weights) reach this node far slower than the others. Check the "
     "host's link (`iperf3` to the head, NIC speed, cloud instance network tier), whether it is "
     "in another zone (RLD203), and whether its object store spills (RLD302) or lives on disk "
     "(RLD304). Larger batches per request (`rollout_fragment_length`) amortise slow links; a "
     "node that cannot keep up is better drained."
-)
+)}
 
 
 def bandwidth_noise(network: dict) -> float:
@@ -254,7 +251,8 @@ def bandwidth_noise(network: dict) -> float:
 
 
 @check("RLD202", "slow-object-transfer", area="network", requires=("network", "nodes"),
-       params={"fraction_of_median": 0.25, "noise_factor": 1.0, "zone_label": ZONE_LABEL})
+       params={"fraction_of_median": 0.25, "noise_factor": 1.0, "zone_label": ZONE_LABEL},
+       fixes=TRANSFER_FIXES)
 def slow_object_transfer(snap, params):
     """Object transfer bandwidth to a node far below the others.
 
@@ -265,10 +263,7 @@ def slow_object_transfer(snap, params):
     Cause:
         A slow or congested link to that node, a node in another zone, or an object
         store that is slow to write (on disk, spilling).
-
-    Fix:
-        Check the node's link and object store, move it into the learner's zone, or
-        drain it. A node under a quarter of the other nodes' median bandwidth is flagged
+        A node under a quarter of the other nodes' median bandwidth is flagged
         (settable); the bar is lowered when one node's pulls already differ among
         themselves (fraction / (1 + relative spread)), and a node is reported only
         when pulls taken again, interleaved with a healthy peer's, stay under it (such a
@@ -336,10 +331,11 @@ def _judge_transfer(snap, node_id, bandwidth, median, bar, noise, measured, labe
             yield note(f"node:{node_id}", _TRANSFER_CLEARED.format(**said, **again), evidence)
             return
         said["again"] = _TRANSFER_AGAIN.format(**again)
-    yield warn(f"node:{node_id}", _TRANSFER_SLOW.format(**said), evidence, _TRANSFER_FIX)
+    yield warn(f"node:{node_id}", _TRANSFER_SLOW.format(**said), evidence,
+               TRANSFER_FIXES["objects reach a node far slower than the others"].format())
 
 
-_ZONE_FIX = (
+ZONE_FIXES = {"the cluster spans zones, or cannot be told to": (
     "Keep a training in one zone: cross-zone round trips add milliseconds to every env-runner "
     "call and weight sync, and cross-zone traffic is billed. On Ray's cluster launcher, pin "
     "each node type to one zone (`provider.availability_zone` or the subnet in node_config; "
@@ -352,11 +348,15 @@ _ZONE_FIX = (
     "selector on `ray.io/availability-zone` (or PACK/STRICT_PACK placement). The common "
     "advice \"move nodes into one zone\" is right exactly when the slow nodes are the ones "
     "outside the head's zone."
-)
+)}
+
+
+def _zone_fix() -> str:
+    return ZONE_FIXES["the cluster spans zones, or cannot be told to"].format()
 
 
 @check("RLD203", "cross-zone-spread", area="network", requires=("nodes",),
-       params=dict(LATENCY_DEFAULTS))
+       params=dict(LATENCY_DEFAULTS), fixes=ZONE_FIXES)
 def cross_zone_spread(snap, params):
     """The cluster (or the training's actors) spans availability zones.
 
@@ -369,11 +369,8 @@ def cross_zone_spread(snap, params):
         Nodes in different availability zones: every call between them crosses zones.
         Zones come from the node label `ray.io/availability-zone` (set by KubeRay or
         RAY_NODE_ZONE) or a label named with --zone-label; nodes without it are listed
-        as unlabelled, never guessed.
-
-    Fix:
-        One zone per cluster, or keep the learner and its env runners in one zone. It is
-        a fail when the slow nodes (RLD201) are exactly the nodes outside the head's zone.
+        as unlabelled, never guessed. It is a fail when the slow nodes (RLD201) are exactly
+        the nodes outside the head's zone.
 
     Advice:
         A common troubleshooting table says "high network latency: nodes across
@@ -387,7 +384,7 @@ def cross_zone_spread(snap, params):
         return
     if unlabelled and len(zones) == 1:
         yield info("cluster", _ZONE_UNLABELLED.format(n=len(unlabelled), label=label),
-                   {"unlabelled_nodes": unlabelled, "zones": zones}, _ZONE_FIX)
+                   {"unlabelled_nodes": unlabelled, "zones": zones}, _zone_fix())
     if len(zones) < 2:
         return
     zone_latency = _zone_latency(snap, zones)
@@ -407,9 +404,9 @@ def cross_zone_spread(snap, params):
         "where": _ZONE_TRAINING.format(n=len(training), zones=", ".join(sorted(training)))
         if len(training) > 1 else ""}
     if slow and outside and slow == outside:
-        yield fail("cluster", _ZONE_SLOW_OUTSIDE.format(**said), evidence, _ZONE_FIX)
+        yield fail("cluster", _ZONE_SLOW_OUTSIDE.format(**said), evidence, _zone_fix())
     else:
-        yield warn("cluster", _ZONE_SPANS.format(**said), evidence, _ZONE_FIX)
+        yield warn("cluster", _ZONE_SPANS.format(**said), evidence, _zone_fix())
 
 
 # RLD203's messages, as data.
@@ -454,7 +451,7 @@ def _training_zones(snap, label: str) -> dict[str, int]:
     return counts
 
 
-MAX_NODES_IN_FIX = 8
+MAX_NODES_LISTED = 8
 
 
 def _node_label(snap, node_id: str) -> str:
@@ -467,7 +464,7 @@ def _ports_needed(snap, reach: dict) -> list[str]:
     endpoints = reach.get("endpoints") or {}
     ranges = reach.get("worker_port_ranges") or {}
     ordered = sorted(endpoints, key=lambda n: (not dig(snap.node(n), "is_head"), n))
-    for node_id in ordered[:MAX_NODES_IN_FIX]:
+    for node_id in ordered[:MAX_NODES_LISTED]:
         parts = []
         for name, (owner, _, flag) in COMPONENTS.items():
             if name == "worker":
@@ -479,8 +476,8 @@ def _ports_needed(snap, reach: dict) -> list[str]:
             if where:
                 parts.append(f"{owner.removeprefix('the ')} {where[1]} ({flag})")
         lines.append(f"{_node_label(snap, node_id)}: " + ", ".join(parts))
-    if len(ordered) > MAX_NODES_IN_FIX:
-        lines.append(f"... and {len(ordered) - MAX_NODES_IN_FIX} more node(s) (the evidence lists "
+    if len(ordered) > MAX_NODES_LISTED:
+        lines.append(f"... and {len(ordered) - MAX_NODES_LISTED} more node(s) (the evidence lists "
                      "every node's ports)")
     return lines
 
@@ -495,7 +492,13 @@ def _closed_lines(snap, per_port: dict) -> list[str]:
     return out
 
 
-_PORTS_FIX = (
+_BAD_ADDRESS_CASE = "the node registered with an address the others cannot reach (the text below follows)"
+PORT_FIXES = {_BAD_ADDRESS_CASE: (
+    "The node registered with {ip}, and no other node could open any of its ports there. Restart "
+    "it with `ray start --node-ip-address <an address the other nodes reach>` (on a host with "
+    "several interfaces, the one on the cluster's network; `ip -br addr` lists them); check that "
+    "the nodes route to that network."
+), "ports of a node are closed to other nodes": (
     "Closed now: {closed}. Ray needs these TCP ports open between every pair of nodes of this "
     "cluster, both ways (opening only 6379 and 8265 lets the cluster form while objects never "
     "arrive and tasks hang): {needed}. Every port but the GCS's is picked at random when "
@@ -505,16 +508,10 @@ _PORTS_FIX = (
     "`firewall-cmd --list-all` on the node that does not answer). 'timed out' means a rule drops "
     "the packets; 'refused' means nothing listens there or a rule rejects them. Then run "
     "`rldoctor check` again."
-)
-_ADDRESS_FIX = (
-    "The node registered with {ip}, and no other node could open any of its ports there. Restart "
-    "it with `ray start --node-ip-address <an address the other nodes reach>` (on a host with "
-    "several interfaces, the one on the cluster's network; `ip -br addr` lists them); check that "
-    "the nodes route to that network. "
-)
+)}
 
 
-@check("RLD204", "port-unreachable", area="network", requires=("reach", "nodes"))
+@check("RLD204", "port-unreachable", area="network", requires=("reach", "nodes"), fixes=PORT_FIXES)
 def port_unreachable(snap, params):
     """A Ray port of one node that another node (or the head) cannot connect to, per pair and port.
 
@@ -535,13 +532,7 @@ def port_unreachable(snap, params):
         of the other nodes, as Ray reports them, and to a port of each node's worker range that
         its probe (or, when its probe never started, a task a peer places there) listens on
         for a moment; on more than 32 nodes each node is tried from the head and from 8 peers.
-
-    Fix:
-        Open the ports the finding lists between all nodes, or pin them with the `ray start`
-        flags it names (--node-manager-port, --object-manager-port,
-        --runtime-env-agent-port, --metrics-export-port, --dashboard-agent-listen-port,
-        --dashboard-agent-grpc-port, --min-worker-port/--max-worker-port) so one firewall
-        rule can open them. A closed port of the GCS, node manager, object manager or worker
+        A closed port of the GCS, node manager, object manager or worker
         range from the head or from every node is a fail, from some peers only a warn; other
         ports are a warn.
     """
@@ -561,10 +552,11 @@ def port_unreachable(snap, params):
             per_port.setdefault((failure["component"], failure["port"]), []).append(failure)
         tried = dig(reach, "tried", target, default={})
         failed = dig(reach, "failed", target, default={})
-        fix = _PORTS_FIX.format(needed=needed, closed="; ".join(_closed_lines(snap, per_port)))
+        fix = PORT_FIXES["ports of a node are closed to other nodes"].format(
+            needed=needed, closed="; ".join(_closed_lines(snap, per_port)))
         if state == "address":
             severity, message = fail, _address_message(snap, target, node, fails, tried)
-            fix = _ADDRESS_FIX.format(ip=node.get("ip")) + fix
+            fix = PORT_FIXES[_BAD_ADDRESS_CASE].format(ip=node.get("ip")) + " " + fix
         else:
             severity, parts = _closed_ports(snap, reach, per_port, tried, failed)
             message = f"{_node_label(snap, target)}: " + "; ".join(parts) + (

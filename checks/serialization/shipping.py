@@ -70,41 +70,62 @@ def _category(type_name: str) -> str:
     return "other"
 
 
-_RESOURCE_FIX = {
-    "lock": ("Create the lock where it is used: in the env's (or callbacks') `__init__` or on "
-             "first use, so each env runner makes its own; not at import or in the closure. A "
-             "lock made on the driver cannot travel."),
-    "connection": ("Open the connection inside the env's or callbacks' `__init__`, or on first use "
-                   "(an attribute that starts as None and is filled the first time it is needed), "
-                   "not at import or in the closure. Pass only plain data (host, port, URL) "
-                   "through `env_config`."),
-    "file": ("Open the file inside the env's `__init__` or on first use, and pass its path "
-             "through `env_config`; an open file handle cannot travel."),
-    "generator": ("Make the generator (or iterator) inside the env's `__init__` or `reset()`; "
-                  "a running generator cannot be pickled."),
-    "device": ("Create it inside `__init__` on the env runner or learner (a SummaryWriter, a "
-               "CUDA handle) instead of on the driver."),
-    "other": ("Create it inside the env's `__init__` or on first use, not at import or in the "
-              "closure, and pass only plain data (paths, hosts, numbers) through `env_config`."),
+# RLD501's fix: where the object sits (a class attribute, a closure, a global), what to do
+# with its kind of object, then how to check again; each piece a case.
+PICKLE_FIXES = {
+    "the object is a class attribute of a class shipped by value": (
+        "`{hop}` is a class attribute of {holder}, a class Ray ships by value (as it does every "
+        "class of a training script), so the object made at import travels with it; make it an "
+        "instance attribute instead."),
+    "the creator is a closure": (
+        "The creator is a closure: the object was made once on the driver, in the function that "
+        "built the creator, and every copy of the creator carries it."),
+    "the code refers to a module-level object": (
+        "The code refers to a module-level object; Ray ships a script's functions and classes by "
+        "value, module-level objects they use included."),
+    "the member that cannot be pickled is a lock": (
+        "Create the lock where it is used: in the env's (or callbacks') `__init__` or on first "
+        "use, so each env runner makes its own; not at import or in the closure. A lock made on "
+        "the driver cannot travel."),
+    "the member that cannot be pickled is a connection or a client": (
+        "Open the connection inside the env's or callbacks' `__init__`, or on first use (an "
+        "attribute that starts as None and is filled the first time it is needed), not at import "
+        "or in the closure. Pass only plain data (host, port, URL) through `env_config`."),
+    "the member that cannot be pickled is an open file": (
+        "Open the file inside the env's `__init__` or on first use, and pass its path through "
+        "`env_config`; an open file handle cannot travel."),
+    "the member that cannot be pickled is a generator": (
+        "Make the generator (or iterator) inside the env's `__init__` or `reset()`; a running "
+        "generator cannot be pickled."),
+    "the member that cannot be pickled is a device handle or a writer": (
+        "Create it inside `__init__` on the env runner or learner (a SummaryWriter, a CUDA "
+        "handle) instead of on the driver."),
+    "the member that cannot be pickled is another kind of object": (
+        "Create it inside the env's `__init__` or on first use, not at import or in the closure, "
+        "and pass only plain data (paths, hosts, numbers) through `env_config`."),
+    "the object has been changed (after any of the above)": (
+        "Check again with `rldoctor check --target {target}`, or in Python with "
+        "`ray.util.inspect_serializability({probe}, name=\"{name}\")`."),
 }
+_KIND_CASES = {kind: f"the member that cannot be pickled is {what}" for kind, what in (
+    ("lock", "a lock"), ("connection", "a connection or a client"), ("file", "an open file"),
+    ("generator", "a generator"), ("device", "a device handle or a writer"),
+    ("other", "another kind of object"))}
 
 
-def _where(labels: list[str], types: list[str]) -> str:
-    """What kind of hold the target has on the culprit, from its path."""
+def _where(labels: list[str], types: list[str]) -> list[str]:
+    """What kind of hold the target has on the culprit, from its path: [its fix] or []."""
     hops = labels[1:]
     for i, hop in enumerate(hops):
         holder = types[i] if i < len(types) else ""
         if holder.startswith("class ") and not hop.startswith(("method '", "[")):
-            return (f"`{hop}` is a class attribute of {holder.split('.')[-1]}, a class Ray ships "
-                    "by value (as it does every class of a training script), so the object made "
-                    "at import travels with it; make it an instance attribute instead. ")
+            return [PICKLE_FIXES["the object is a class attribute of a class shipped by value"].format(
+                hop=hop, holder=holder.split('.')[-1])]
     if any(h.startswith("closure '") for h in hops):
-        return ("The creator is a closure: the object was made once on the driver, in the "
-                "function that built the creator, and every copy of the creator carries it. ")
+        return [PICKLE_FIXES["the creator is a closure"].format()]
     if any(h.startswith("global '") for h in hops):
-        return ("The code refers to a module-level object; Ray ships a script's functions and "
-                "classes by value, module-level objects they use included. ")
-    return ""
+        return [PICKLE_FIXES["the code refers to a module-level object"].format()]
+    return []
 
 
 def _fix(obj: dict, culprit: dict, target: str) -> str:
@@ -114,12 +135,14 @@ def _fix(obj: dict, culprit: dict, target: str) -> str:
         probe = f"{obj['name']}.{name}"
     else:
         probe = name
-    again = (f"Check again with `rldoctor check --target {target}`, or in Python with "
-             f"`ray.util.inspect_serializability({probe}, name=\"{name}\")`.")
-    return _where(culprit["labels"], culprit.get("types") or []) + _RESOURCE_FIX[_category(culprit["type"])] + " " + again
+    return " ".join(_where(culprit["labels"], culprit.get("types") or []) + [
+        PICKLE_FIXES[_KIND_CASES[_category(culprit["type"])]].format(),
+        PICKLE_FIXES["the object has been changed (after any of the above)"].format(
+            target=target, probe=probe, name=name)])
 
 
-@check("RLD501", "not-serializable", area="serialization", requires=("targets",))
+@check("RLD501", "not-serializable", area="serialization", requires=("targets",),
+       fixes=PICKLE_FIXES)
 def not_serializable(snap, params):
     """A user object (env creator, callbacks, config) that cannot be pickled, and the member that breaks it.
 
@@ -137,13 +160,6 @@ def not_serializable(snap, params):
         travel by value, together with what they capture: a lock, a socket, an open
         file or a client object made on the driver (at import, or in the function that
         builds the creator) cannot be pickled.
-
-    Fix:
-        Create such resources inside the env's `__init__` (or the callbacks' `__init__`),
-        or on first use, on the env runner; never at import or in the closure. Pass only
-        plain data (paths, hosts, numbers) through `env_config`. The finding names the
-        member path (for example `env_creator -> closure 'lock'`); to look yourself, run
-        `ray.util.inspect_serializability(obj, name="env_creator")`.
     """
     for target in _inspected(snap):
         subject = f"target:{target['target']}"
@@ -178,8 +194,15 @@ def not_serializable(snap, params):
             yield fail(subject, message, evidence, _fix(obj, first, target["target"]))
 
 
+LARGE_FIXES = {"an object RLlib ships pickles large": (
+    "RLlib ships {name} to every env runner and again on every restart. Move {what} out of it: "
+    "pass a path or URL in `env_config` and load the data in the env's `__init__`, or "
+    "`ray.put()` it once and pass the ObjectRef in `env_config` (`ray.get` it in `__init__`)."
+)}
+
+
 @check("RLD502", "large-closure", area="serialization", requires=("targets",),
-       params={"max_bytes": 10 * _MIB})
+       params={"max_bytes": 10 * _MIB}, fixes=LARGE_FIXES)
 def large_closure(snap, params):
     """A user object whose serialized form is large.
 
@@ -195,11 +218,6 @@ def large_closure(snap, params):
         array, a dataset or a model in `env_config`, a large object captured by the env
         creator's closure, or a class attribute of a class shipped by value. Ray pickles
         it again for every env runner (and every restart).
-
-    Fix:
-        Keep large data out of the config and the closure: pass a path or URL in
-        `env_config` and load the data in the env's `__init__`, or `ray.put()` it once
-        and pass the ObjectRef. The evidence names the member that holds the bytes.
     """
     limit = int(params["max_bytes"])
     for target in _inspected(snap):
@@ -218,10 +236,7 @@ def large_closure(snap, params):
                 message += "; largest members: " + ", ".join(
                     f"{m['path']} ({m['type']}, {_mib(m['size_bytes'])})" for m in largest[:3])
             what = dominant["path"] if dominant else f"the largest members of {obj['name']}"
-            fix = (f"RLlib ships {obj['name']} to every env runner and again on every restart. "
-                   f"Move {what} out of it: pass a path or URL in `env_config` and load the data "
-                   "in the env's `__init__`, or `ray.put()` it once and pass the ObjectRef in "
-                   "`env_config` (`ray.get` it in `__init__`).")
+            fix = LARGE_FIXES["an object RLlib ships pickles large"].format(name=obj["name"], what=what)
             yield warn(subject, message,
                        {"target": target["target"], "object": obj["name"], "size_bytes": size,
                         "max_bytes": limit, "largest_members": largest[:6],

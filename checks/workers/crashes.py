@@ -19,7 +19,7 @@ from rldoctor.words import RECENT_DEATH_H, node_label, shorten
 
 _WORKER_TYPES = ("WORKER", "SPILL_WORKER", "RESTORE_WORKER")
 
-_ENV_RUNNER_RESTART_FIX = (
+RESTART_FIXES = {"an RLlib env runner restarts": (
     "A restart storm hides a bug in the env or its creator that must be fixed; restarts only "
     "buy time. Read the last death in the evidence (memory kills: RLD402; crashes: RLD403) and "
     "the runner's log (`ray logs actor --id <actor id>`). Meanwhile RLlib's fault tolerance "
@@ -29,13 +29,16 @@ _ENV_RUNNER_RESTART_FIX = (
     "last one recreates just a failing sub-environment instead of the whole runner. The old "
     "names `recreate_failed_workers` / `max_num_worker_restarts` that older tutorials use raise "
     "a ValueError on this RLlib."
-)
-_ACTOR_RESTART_FIX = (
+), "another actor restarts": (
     "An actor restarts when its worker process dies and max_restarts allows another try. Find "
     "why it died (last death in the evidence: memory kills are RLD402, crashes RLD403; "
     "`ray logs actor --id <actor id>` has its output) and fix that cause; raising max_restarts "
     "only hides it."
-)
+), "Ray's state API listed only some of the actors": (
+    "The state API serves at most 10,000 rows (RAY_MAX_LIMIT_FROM_API_SERVER on the "
+    "head); look class by class with `ray list actors --detail --filter "
+    "class_name=<Class> --limit 10000`, and remove dead detached actors."
+)}
 
 
 def _dead_workers(snap) -> list[dict]:
@@ -87,7 +90,8 @@ def _deaths_of(actor: dict, index: "_DeathIndex") -> tuple[list[dict], str]:
 
 
 @check("RLD401", "actor-restarts", area="workers", requires=("actors",),
-       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_DEATH_H})
+       params={"fail_at_restarts": 3, "findings_per_class": 5, "recent_hours": RECENT_DEATH_H},
+       fixes=RESTART_FIXES)
 def actor_restarts(snap, params):
     """Actors restarting or crash-looping, RLlib env runners and learners among them.
 
@@ -108,12 +112,6 @@ def actor_restarts(snap, params):
         that created it), one whose job ended; nothing restarts it any more (the crashes
         of its workers stay in RLD403, with their time).
 
-    Fix:
-        Find the cause of the deaths (the last death is in the evidence; see RLD402 and
-        RLD403) and fix it in the env or the sizing. Tune RLlib's fault tolerance with
-        `config.fault_tolerance(restart_failed_env_runners=..., max_num_env_runner_restarts=...,
-        delay_between_env_runner_restarts_s=..., restart_failed_sub_environments=True)`.
-
     Advice:
         A common troubleshooting table says "workers restart often: not enough memory:
         raise object_store_memory". That is right only when the object store is what is
@@ -126,9 +124,7 @@ def actor_restarts(snap, params):
         yield info("cluster", f"Ray's state API returned {actors_section.get('listed')} of "
                    f"{actors_section.get('total')} actors; restarts of the others were not examined",
                    {"listed": actors_section.get("listed"), "total": actors_section.get("total")},
-                   "The state API serves at most 10,000 rows (RAY_MAX_LIMIT_FROM_API_SERVER on the "
-                   "head); look class by class with `ray list actors --detail --filter "
-                   "class_name=<Class> --limit 10000`, and remove dead detached actors.")
+                   RESTART_FIXES["Ray's state API listed only some of the actors"].format())
     ended_jobs = actors_section.get("ended_jobs") or {}  # {job id: end ms}; absent before 2026-12
     restarted = [a for a in actors_section.get("items") or []
                  if (a.get("num_restarts", 0) > 0 or a.get("state") == "RESTARTING")
@@ -140,7 +136,8 @@ def actor_restarts(snap, params):
         per_class[actor["class_name"]].append(actor)
     for class_name, actors in sorted(per_class.items()):
         role = rllib_role(class_name)
-        fix = _ENV_RUNNER_RESTART_FIX if role == "env runner" else _ACTOR_RESTART_FIX
+        fix = RESTART_FIXES["an RLlib env runner restarts" if role == "env runner"
+                            else "another actor restarts"].format()
         shown = actors[:params["findings_per_class"]]
         # from logs the snapshot's time is their last line, not now: an age counts back from it
         ago = "before the logs end" if snap.field("source", "kind") == "logs" else "ago"
@@ -212,7 +209,7 @@ def _restart_finding(actor: dict, index: _DeathIndex, params: dict, fix: str, wh
     return severity(f"actor:{actor['actor_id']}", message, evidence, fix)
 
 
-_OOM_FIX = (
+OOM_FIXES = {"Ray's memory monitor killed workers": (
     "These kills are about heap memory: the node's processes together (env runners, "
     "learners, their sample batches, plus the object store's pages) used more than "
     "RAY_memory_usage_threshold of the node's RAM, so Ray killed the newest workers to save "
@@ -226,19 +223,18 @@ _OOM_FIX = (
     "ray::SingleAgentEnvRunner growing every iteration). `ray logs raylet.out --node-id "
     "{node_id}` lists the top memory users at each kill. To change the threshold set "
     "RAY_memory_usage_threshold (default 0.95) in the environment of `ray start` on every node."
-)
-_KERNEL_OOM_FIX = (
+), "the kernel's OOM killer killed workers, or may have": (
     "Check the host's kernel log (`dmesg -T | grep -i -E 'killed process|out of memory'`) for "
     "the dead workers' pids. Kernel OOM kills bypass Ray's monitor: the container or host has "
     "less memory than Ray believes (a cgroup limit Ray did not see), or memory grew faster than "
     "RAY_memory_monitor_refresh_ms. Give the container a limit Ray can read, leave headroom, run "
     "fewer env runners per node, or enable Ray's resource isolation "
     "(`ray start --enable-resource-isolation`)."
-)
+)}
 
 
 @check("RLD402", "oom-kills", area="workers", requires=("workers",),
-       params={"recent_hours": RECENT_DEATH_H})
+       params={"recent_hours": RECENT_DEATH_H}, fixes=OOM_FIXES)
 @_loglines.also("RLD402")
 def oom_kills(snap, params):
     """Workers killed for memory, by Ray's memory monitor or by the kernel.
@@ -256,10 +252,6 @@ def oom_kills(snap, params):
         many env runners per node, large sample batches, or a leak, not the object store.
         Kills older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
         10 minutes)) are reported at info: history, no ticket.
-
-    Fix:
-        Fewer or smaller env runners per node, more memory per node, or a fixed leak.
-        Raise `object_store_memory` only when the object store is what is full (RLD301).
     """
     dead = _dead_workers(snap)
     yield from _monitor_kills(snap, dead, params["recent_hours"])
@@ -319,7 +311,7 @@ def _monitor_finding(snap, node_id, events, recent_hours):
          "used_fraction": latest.get("used_fraction"), "kill_threshold": threshold,
          "threshold_source": source, "hours_since_last_kill": age,
          "last_message": _short(events[0]["detail"], 400)},
-        _OOM_FIX.format(node_id=node_id))
+        OOM_FIXES["Ray's memory monitor killed workers"].format(node_id=node_id))
 
 
 def _kernel_kills(snap, dead, recent_hours):
@@ -341,6 +333,10 @@ def _kernel_kills(snap, dead, recent_hours):
             yield found
 
 
+def _kernel_fix() -> str:
+    return OOM_FIXES["the kernel's OOM killer killed workers, or may have"].format()
+
+
 def _kernel_finding(snap, node_id, workers, said):
     host = snap.host(node_id)
     log = host.get("kernel_oom_log") or {}
@@ -356,17 +352,17 @@ def _kernel_finding(snap, node_id, workers, said):
         return said(f"node:{node_id}", _KERNEL_KILLED.format(
             kills=len(matched), node=snap.label(node_id), pid=matched[0]["pid"], name=first["name"],
             memcg=_IN_MEMCG.format(memcg=first["memcg"]) if first.get("memcg") else ""),
-            evidence, _KERNEL_OOM_FIX)
+            evidence, _kernel_fix())
     limit = host.get("memory_limit") or {}
     counters = {"cgroup_oom_kills": host.get("cgroup_oom_kills") or limit.get("oom_kills")}
     if not any(counters.values()):
         return None
     return said(f"node:{node_id}", _VANISHED.format(
         kills=len(workers), node=snap.label(node_id), count=counters["cgroup_oom_kills"],
-        why=log.get("error") or "not collected"), {**evidence, **counters}, _KERNEL_OOM_FIX)
+        why=log.get("error") or "not collected"), {**evidence, **counters}, _kernel_fix())
 
 
-_CRASH_FIX = (
+CRASH_FIXES = {"workers crashed": (
     "Read the dead worker's own log: `ray logs worker-{worker_id}*.err --node-id {node_id}` "
     "(and the .out next to it) shows the last words of the process. A segfault or abort "
     "(SIGSEGV, SIGABRT) comes from native code, usually the env's simulator or a C extension: "
@@ -377,11 +373,11 @@ _CRASH_FIX = (
     "--force`, by a person or a supervisor, or it called os._exit. A SIGTERM (\"The process "
     "receives a SIGTERM\") is a stop someone asked for: `ray stop`, a person, or a supervisor "
     "such as Kubernetes ending the pod; it is no crash of the code."
-)
+)}
 
 
 @check("RLD403", "worker-crashes", area="workers", requires=("workers",),
-       params={"fail_at_crashes": 3, "recent_hours": RECENT_DEATH_H})
+       params={"fail_at_crashes": 3, "recent_hours": RECENT_DEATH_H}, fixes=CRASH_FIXES)
 @_loglines.also("RLD403")
 def worker_crashes(snap, params):
     """Workers that died of system errors or signals (segfault, SIGKILL) that are not OOM kills.
@@ -407,11 +403,6 @@ def worker_crashes(snap, params):
         job that died with it: that is the failed job's story, told by RLD405.
         Crashes older than `recent_hours` (24 h; in `watch` its window, max(10 rounds,
         10 minutes)) are reported at info: history, no ticket.
-
-    Fix:
-        Read the dead worker's log (`ray logs worker-<id>*.err`) for its last words; check
-        the host's `dmesg` for OOM kills; reproduce a native crash with the env alone under
-        `python -X faulthandler`.
     """
     created = snap.get("created_at")
     dead_nodes = {n["node_id"] for n in snap.nodes if not n.get("alive")}
@@ -449,58 +440,51 @@ def worker_crashes(snap, params):
              "worker_ids": [w["worker_id"] for w in workers[:20]], "kinds": kinds,
              "latest_detail": _short(latest.get("exit_detail", ""), 400),
              "hours_since_latest": age_hours(latest.get("end_time_ms"), created)},
-            _CRASH_FIX.format(worker_id=latest["worker_id"], node_id=node_id),
+            CRASH_FIXES["workers crashed"].format(worker_id=latest["worker_id"], node_id=node_id),
         )
 
 
-_USER_ERROR_FIX = (
+JOB_FIXES = {"the user's code raised": (
     "Fix the user's code at {frame}: it raised {exc} in {who}. Reproduce it outside Ray by "
     "stepping the env alone (`env = MyEnv(cfg); env.reset(); env.step(env.action_space.sample())` "
     "in a loop) with the same env_config. RLlib's fault tolerance only hides such a bug: "
     "`config.fault_tolerance(restart_failed_env_runners=True)` restarts the runner and "
     "`restart_failed_sub_environments=True` recreates just the env, and both keep failing on a "
     "deterministic error."
-)
-_NODE_DIED_FIX = (
+), "the node under the training died": (
     "The node under the training died ({reason}); see RLD101 for why nodes die and how to "
     "replace one (its `raylet.out` and the host's `dmesg`, the autoscaler's or the cloud's "
     "events). A training survives a lost node only when RLlib may replace its runners: "
     "`config.fault_tolerance(restart_failed_env_runners=True, ignore_env_runner_failures=False)` "
     "(and checkpoints, `algo.save_to_path()` every few iterations, to resume after a driver "
     "loss)."
-)
-_CODE_MISSING_FIX = (
+), "the user's code is missing on a node": (
     "The user's code ({module}) is installed on some nodes only: {node} could not import it. "
     "Ship it with the job instead of installing it by hand: `ray job submit "
     "--working-dir . -- python train.py` (or runtime_env={{\"working_dir\": \".\"}}), or "
     "`runtime_env={{\"py_modules\": [\"path/to/{module}\"]}}` for a package; or put it in the "
     "image every node runs."
-)
-_OOM_FIX_405 = (
+), "a worker was killed for memory": (
     "A worker of the job was killed for memory: see RLD402 for the node's memory and the fix "
     "(fewer or smaller env runners per node, more memory per node, or a fixed leak)."
-)
-_RUNTIME_ENV_FIX = (
+), "the runtime_env could not be built": (
     "The job's runtime_env could not be built on a node: see RLD404 for the node's own reason "
     "(pip's last error line) and fix the package list or the index it reaches."
-)
-_KILLED_FIX = (
+), "a worker was killed from outside": (
     "A worker of the job was killed from outside: check the node's `dmesg -T | grep -i "
     "'killed process'` for a kernel OOM kill (then RLD402's fix), and whoever may send SIGKILL "
     "(a person, `ray stop --force`, a supervisor ending the pod)."
-)
-_OWNER_FIX = (
+), "an actor's owner died first": (
     "The actor's owner (the process that created it) died first; follow the owner in the "
     "evidence: its own death is the root cause."
-)
-_UNKNOWN_FIX = (
+), "the root cause is not recorded": (
     "Read the driver's log for the first error (`ray job logs {sid}`), and the logs of the "
     "job's workers (`ray logs worker-*.err`); the chain in the evidence says what Ray recorded."
-)
+)}
 
 
 @check("RLD405", "job-failed", area="workers", requires=("jobs",),
-       params={"window_s": chains.WINDOW_S})
+       params={"window_s": chains.WINDOW_S}, fixes=JOB_FIXES)
 @_loglines.also("RLD405")
 def job_failed(snap, params):
     """A job or RLlib training that ended in failure within the window, with its root cause.
@@ -522,11 +506,6 @@ def job_failed(snap, params):
         driver's traceback, the actor's death cause, the worker's exit, the node's death);
         the finding joins them into one chain. A job that succeeded, or that its user
         stopped, is not reported.
-
-    Fix:
-        The root cause's fix: the user's frame to look at; for a node death RLD101's fix and
-        `restart_failed_env_runners=True`; for code missing on some nodes, ship it with the
-        job (`runtime_env` `working_dir` or `py_modules`); for a memory kill RLD402's fix.
     """
     for chain in chains.failed_jobs(snap.data, params.get("window_s")):
         yield _job_finding(chain)
@@ -543,28 +522,7 @@ def _job_finding(chain: dict):
     who = (f"{worker.get('class_name')} (actor {worker.get('actor_id')}, pid {worker.get('pid')}, "
            f"node {worker.get('node_id')})" if worker else "a worker")
     kind = root["kind"]
-    if kind == "user_error":
-        fix = _USER_ERROR_FIX.format(frame=chains.frame_text(dig(exc, "frame")) or
-                                     "the innermost frame of your code in the traceback",
-                                     exc=f"{exc['type']}: {exc['message']}" if exc else "an exception",
-                                     who=who)
-    elif kind == "node_died":
-        node = chain.get("node") or {}
-        fix = _NODE_DIED_FIX.format(reason=node.get("death_reason") or "reason not recorded")
-    elif kind == "code_missing":
-        missing = chain.get("code_missing") or {}
-        fix = _CODE_MISSING_FIX.format(module=missing.get("module") or "the module",
-                                       node=f"node {missing.get('node_id') or '?'}")
-    elif kind == "oom":
-        fix = _OOM_FIX_405
-    elif kind == "runtime_env":
-        fix = _RUNTIME_ENV_FIX
-    elif kind in ("killed", "signal"):
-        fix = _KILLED_FIX
-    elif kind == "owner_died":
-        fix = _OWNER_FIX
-    else:
-        fix = _UNKNOWN_FIX.format(sid=job.get("submission_id") or job.get("job_id") or "<id>")
+    fix = _job_fix(kind, chain, who)
     evidence = {
         "submission_id": job.get("submission_id"), "job_id": job.get("job_id"),
         "entrypoint": job.get("entrypoint"), "status": job.get("status"),
@@ -581,6 +539,32 @@ def _job_finding(chain: dict):
         evidence["not_recorded"] = chain["not_recorded"]
     subject = f"job:{job.get('submission_id') or job.get('job_id')}"
     return fail(subject, message, evidence, fix)
+
+
+# RLD405: the root cause's kind (rldoctor.failure_chains) -> its case of JOB_FIXES
+_JOB_CASES = {"user_error": "the user's code raised", "node_died": "the node under the training died",
+              "code_missing": "the user's code is missing on a node",
+              "oom": "a worker was killed for memory", "runtime_env": "the runtime_env could not be built",
+              "killed": "a worker was killed from outside", "signal": "a worker was killed from outside",
+              "owner_died": "an actor's owner died first"}
+
+
+def _job_fix(kind: str, chain: dict, who: str) -> str:
+    """RLD405's fix: the case of the root cause's kind, filled in from the chain."""
+    job, exc = chain["job"], chain["exception"]
+    if kind == "user_error":
+        values = {"frame": chains.frame_text(dig(exc, "frame")) or
+                  "the innermost frame of your code in the traceback",
+                  "exc": f"{exc['type']}: {exc['message']}" if exc else "an exception", "who": who}
+    elif kind == "node_died":
+        values = {"reason": dig(chain, "node", "death_reason") or "reason not recorded"}
+    elif kind == "code_missing":
+        missing = chain.get("code_missing") or {}
+        values = {"module": missing.get("module") or "the module",
+                  "node": f"node {missing.get('node_id') or '?'}"}
+    else:
+        values = {"sid": job.get("submission_id") or job.get("job_id") or "<id>"}
+    return JOB_FIXES[_JOB_CASES.get(kind, "the root cause is not recorded")].format(**values)
 
 
 def _clock(epoch) -> str | None:

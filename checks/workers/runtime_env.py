@@ -56,23 +56,27 @@ def _where(snap, node_ids: list[str]) -> str:
     return ", ".join(snap.label(node_id) for node_id in node_ids)
 
 
-_FIX = (
+SETUP_FIXES = {"a runtime_env could not be set up": (
     "Read the node's runtime env agent log for the whole story (`ray logs "
     "runtime_env_setup-<job id>.log --node-id <node>` and `runtime_env_agent.log`). Then, by "
     "case: a package that does not exist or a version pip cannot find: fix the name or pin "
     "(`pip download <pkg>` on the node shows what its index offers); no internet or a private "
     "index on the nodes: bake the dependencies into the image, or point pip at a reachable "
-    "index (`{\"pip\": {\"packages\": [...], \"pip_install_options\": [\"--index-url\", ...]}}`); a "
+    "index (`{{\"pip\": {{\"packages\": [...], \"pip_install_options\": [\"--index-url\", ...]}}}}`); a "
     "slow build: `RuntimeEnvConfig(setup_timeout_seconds=...)`; a working_dir over the size "
     "limit (512 MiB): `\"excludes\": [\".git\", \"data/\"]` or ship data another way. Ray builds "
     "the env on each node when the first task or actor needs it, so one bad node can fail "
     "while the others succeed. Resubmit the job or recreate the actor afterwards: Ray does not "
     "retry."
-)
+)}
+
+
+def _fix() -> str:
+    return SETUP_FIXES["a runtime_env could not be set up"].format()
 
 
 @check("RLD404", "runtime-env-failed", area="workers", requires=("actors|runtime_envs",),
-       params={"pending_warn_s": 60.0})
+       params={"pending_warn_s": 60.0}, fixes=SETUP_FIXES)
 @_loglines.also("RLD404", needs=("actors|runtime_envs",))
 def runtime_env_failed(snap, params):
     """Actors, tasks or jobs whose runtime_env could not be set up, with the node's reason.
@@ -88,12 +92,6 @@ def runtime_env_failed(snap, params):
         node the first time a task, actor or job needs it, in that node's runtime env agent.
         pip cannot find a package (a typo, no internet or no index on the node), conda fails,
         the build outlasts its timeout, or a working_dir exceeds the size limit.
-
-    Fix:
-        The finding quotes the reason from the agent's log on the node (pip's own last error
-        line). Fix the package list or the index, bake dependencies into the image, raise
-        `RuntimeEnvConfig(setup_timeout_seconds=...)`, or exclude large files from the
-        working_dir; then resubmit.
     """
     yield from _actors(snap)
     yield from _jobs(snap, params)
@@ -131,7 +129,7 @@ def _actors(snap):
             reason=got["reason"] or _NO_REASON),
                    {"actor_id": actor["actor_id"], "class_name": actor.get("class_name"),
                     "job_id": actor.get("job_id"), "runtime_env": env, "reason": got["reason"],
-                    "nodes": got["nodes"], "agent_log": got["agent_log"]}, _FIX)
+                    "nodes": got["nodes"], "agent_log": got["agent_log"]}, _fix())
 
 
 def _jobs(snap, params):
@@ -147,7 +145,7 @@ def _jobs(snap, params):
             reason=got["reason"] or job.get("message") or _NO_REASON),
             {"submission_id": job.get("submission_id"), "job_id": job.get("job_id"),
              "status": job.get("status"), "runtime_env": env, "reason": got["reason"],
-             "nodes": got["nodes"], "agent_log": got["agent_log"]}, _FIX)
+             "nodes": got["nodes"], "agent_log": got["agent_log"]}, _fix())
 
 
 def _tasks(snap):
@@ -159,4 +157,4 @@ def _tasks(snap):
             where=got["where"], reason=got["reason"] or _NO_REASON),
                    {"task_id": task["task_id"], "job_id": task.get("job_id"), "runtime_env": env,
                     "reason": got["reason"], "nodes": got["nodes"], "agent_log": got["agent_log"]},
-                   _FIX)
+                   _fix())
