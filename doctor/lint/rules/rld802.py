@@ -8,8 +8,65 @@ from __future__ import annotations
 from rldoctor.lint.rules._lint_files import finding, lint_files, ray_version, sort_key
 from rldoctor.registry import check
 
+# The fixes of RLD802's findings, by case (rldoctor.engine.registry); the rules that find
+# them (rldoctor.lint.rules._cluster_config, _kuberay) fill them in.
+FIXES = {
+    "setup_commands pin another Ray than the client's": (
+        "pin the Ray the client runs: `{fixed}` (quote the requirement: shells such as zsh "
+        "expand the brackets)"),
+    "setup_commands install another Ray's wheel": "install Ray {ray_version} on the nodes",
+    "an image tag that floats": "pin the image: `rayproject/ray:{ray_version}`",
+    "an image of another Ray than the client's": "use `rayproject/ray:{ray_version}`",
+    "`pip install` of Ray without a version": "pin the Ray the client runs: `{fixed}`",
+    "max_workers above the machines listed on premise": (
+        "`max_workers: {n}`, or list {more} more machine(s) in provider.worker_ips"),
+    "max_workers below the machines listed on premise": (
+        "`max_workers: {n}`, or remove the machines you do not want"),
+    "min_workers above the machines listed on premise": "`min_workers: {n}`",
+    "the head listed in worker_ips": "remove the head's address from worker_ips",
+    "a machine listed twice": "list each machine once",
+    "a node type's min_workers above its max_workers": "`min_workers: {high}` (or raise max_workers)",
+    "the node types' min_workers add up to more than max_workers": (
+        "`max_workers: {total_min}` or lower the min_workers"),
+    "Ray refuses max_workers under the min_workers, on premise with no min_workers": (
+        "on premise, min_workers defaults to the number of worker_ips ({ips}): set "
+        "`min_workers: {low}` as well, or `max_workers: {ips}`"),
+    "Ray refuses max_workers under the min_workers": (
+        "raise max_workers to at least the sum of the node types' min_workers"),
+    "a node type no PPO actor fits on": "give it at least 1 CPU, or drop the node type",
+    "a key Ray's schema does not have, close to one it has": "did you mean `{near}`?",
+    "a key Ray's schema does not have": "delete it: Ray's schema has no such key here",
+    "an empty legacy section": "delete the `{key}:` line",
+    "legacy (Ray 1.x) sections": "write it the Ray 2.x way:\n{replacement}",
+    "a second legacy section": "replace it together with `{first}` (see the finding there)",
+    "Ray's validator rejects a value": "fix the value Ray names; `ray up --no-config-cache` re-checks it",
+    "a key written twice in one mapping": "keep one of them",
+    "a `ray start` option that does not exist, close to one that does": "did you mean `{near}`?",
+    "a `ray start` Redis option (gone in Ray 2.x)": (
+        "drop it: Ray 2.x has no Redis of its own; the head's GCS port is `{dashes}port` "
+        "(default 6379)"),
+    "a `ray start` option that does not exist": "drop it: `ray start --help` lists the options",
+    "a whole-number `ray start` option given another value": "`{flag}={value}`",
+    "a whole-number rayStartParam given another value": "{key}: \"{value}\"",
+    "a `ray start` option given a value it does not take": "a value `{flag}` takes",
+    "a KubeRay field of the wrong kind": "write {name} as {kind} (see KubeRay's RayCluster reference)",
+    "Ray cannot derive the autoscaling config from a KubeRay manifest": (
+        "fix the cluster spec so the autoscaler sidecar can start"),
+    "rayStartParams ask for GPUs the Ray container does not request": (
+        "add `nvidia.com/gpu: {count}` to the container's limits, or drop {param}"),
+    "rayStartParams ask for more than the Ray container's limit": (
+        "make them agree: {param}: \"{limit}\" (or drop {param}: KubeRay then takes the "
+        "container's limit)"),
+    "the KubeRay head offers CPUs to trainings": (
+        "rayStartParams: {{num-cpus: \"0\"}} on the head group, and worker groups for the "
+        "training"),
+    "the KubeRay autoscaler has no idle timeout": (
+        "autoscalerOptions: {{idleTimeoutSeconds: 600}} (longer than the training's longest "
+        "pause)"),
+}
 
-@check("RLD802", "invalid-cluster-config", area="code", requires=("lint",))
+
+@check("RLD802", "invalid-cluster-config", area="code", requires=("lint",), fixes=FIXES)
 def invalid_cluster_config(snap, params):
     """Cluster launcher YAML that Ray's own schema and validator reject, or that cannot work as written.
 
@@ -27,12 +84,9 @@ def invalid_cluster_config(snap, params):
         there is the Ray the whole cluster runs, whatever the client has. On-premise clusters
         can only use the machines listed, whatever `max_workers` says.
 
-    Fix:
-        Validate with the installed Ray before `ray up`: this check runs Ray's own
+        This check validates with the installed Ray before `ray up`: it runs Ray's own
         `prepare_config` and `validate_config` on the file, offline, and writes out the 2.x
-        form of legacy sections for this file. Pin the Ray the client runs in
-        `setup_commands` (quoted: `pip install -U "ray[rllib]==2.60.0"`), and keep
-        `max_workers` equal to the number of `worker_ips` on premise.
+        form of legacy sections for this file.
     """
     from rldoctor.lint.rules._cluster_config import cluster_problems, where
     from rldoctor.lint.rules._kuberay import kuberay_problems
