@@ -64,7 +64,7 @@ def _not_mappings(data: dict, base: str) -> list[Problem]:
             wrong.append((f"{base}/workerGroupSpecs/{i}", f"workerGroupSpecs[{i}]", group,
                           "a mapping"))
     return [Problem("fail", pointer, f"{name} is {kind_of(value)}, not {kind}: KubeRay's CRD "
-                    "rejects this manifest", FIXES["a KubeRay field of the wrong kind"].format(name=name, kind=kind),
+                    "rejects this manifest", FIXES["a KubeRay field is of the wrong kind"].format(name=name, kind=kind),
                     "", {"found": kind_of(value)})
             for pointer, name, value, kind in wrong]
 

@@ -59,11 +59,11 @@ def _unknown(flag: str, known: dict, dashes: str = "--") -> str:
     (`--port` on a command line, `port` as a rayStartParams key)."""
     near = difflib.get_close_matches(flag, list(known), n=1, cutoff=0.75)
     if flag in ("--redis-port", "--redis-address", "--redis-shard-ports"):
-        return FIXES["a `ray start` Redis option (gone in Ray 2.x)"].format(dashes=dashes)
+        return FIXES["a `ray start` option is a Redis one (gone in Ray 2.x)"].format(dashes=dashes)
     if near:
         shown = near[0] if dashes == "--" or not near[0].startswith("--") else near[0][2:]
-        return FIXES["a `ray start` option that does not exist, close to one that does"].format(near=shown)
-    return FIXES["a `ray start` option that does not exist"].format()
+        return FIXES["a `ray start` option does not exist but is close to one that does"].format(near=shown)
+    return FIXES["a `ray start` option does not exist"].format()
 
 
 def command_problems(pointer: str, command: str) -> list[Problem]:
@@ -103,9 +103,9 @@ def command_problems(pointer: str, command: str) -> list[Problem]:
                 i += 1
             error = _value_error(option, value)
             if error:
-                hint = (FIXES["a whole-number `ray start` option given another value"].format(
+                hint = (FIXES["a whole-number `ray start` option is given another value"].format(
                     flag=flag, value=_int_hint(value)) if option["type"] == "int" else
-                    FIXES["a `ray start` option given a value it does not take"].format(flag=flag))
+                    FIXES["a `ray start` option is given a value it does not take"].format(flag=flag))
                 out.append(Problem("fail", pointer, f"`ray start {flag}={value}`: {error}, so `ray start` exits 2 "
                                    f"(\"Invalid value for '{flag}'\") and Ray does not start on the node",
                                    hint, evidence={"flag": flag, "value": value}))
@@ -132,9 +132,9 @@ def params_problems(pointer: str, group: str, params: dict) -> list[Problem]:
             continue
         error = _value_error(option, str(value))
         if error:
-            hint = (FIXES["a whole-number rayStartParam given another value"].format(
+            hint = (FIXES["a whole-number rayStartParam is given another value"].format(
                 key=key, value=_int_hint(str(value)).split(' ')[0]) if option["type"] == "int" else
-                FIXES["a `ray start` option given a value it does not take"].format(flag=flag))
+                FIXES["a `ray start` option is given a value it does not take"].format(flag=flag))
             out.append(Problem("fail", where, f"{group}: rayStartParams {key}: {value!r}: {error} for "
                                f"`ray start {flag}`, so it exits 2 and every pod of the group fails to start",
                                hint, evidence={"flag": flag, "value": str(value)}))

@@ -15,17 +15,17 @@ FIXES = {
         "pin the Ray the client runs: `{fixed}` (quote the requirement: shells such as zsh "
         "expand the brackets)"),
     "setup_commands install another Ray's wheel": "install Ray {ray_version} on the nodes",
-    "an image tag that floats": "pin the image: `rayproject/ray:{ray_version}`",
-    "an image of another Ray than the client's": "use `rayproject/ray:{ray_version}`",
-    "`pip install` of Ray without a version": "pin the Ray the client runs: `{fixed}`",
-    "max_workers above the machines listed on premise": (
+    "the image's tag floats": "pin the image: `rayproject/ray:{ray_version}`",
+    "the image runs another Ray than the client's": "use `rayproject/ray:{ray_version}`",
+    "`pip install` names no Ray version": "pin the Ray the client runs: `{fixed}`",
+    "max_workers is above the machines listed on premise": (
         "`max_workers: {n}`, or list {more} more machine(s) in provider.worker_ips"),
-    "max_workers below the machines listed on premise": (
+    "max_workers is below the machines listed on premise": (
         "`max_workers: {n}`, or remove the machines you do not want"),
-    "min_workers above the machines listed on premise": "`min_workers: {n}`",
-    "the head listed in worker_ips": "remove the head's address from worker_ips",
-    "a machine listed twice": "list each machine once",
-    "a node type's min_workers above its max_workers": "`min_workers: {high}` (or raise max_workers)",
+    "min_workers is above the machines listed on premise": "`min_workers: {n}`",
+    "the head is listed in worker_ips": "remove the head's address from worker_ips",
+    "a machine is listed twice": "list each machine once",
+    "a node type's min_workers is above its max_workers": "`min_workers: {high}` (or raise max_workers)",
     "the node types' min_workers add up to more than max_workers": (
         "`max_workers: {total_min}` or lower the min_workers"),
     "Ray refuses max_workers under the min_workers, on premise with no min_workers": (
@@ -33,23 +33,23 @@ FIXES = {
         "`min_workers: {low}` as well, or `max_workers: {ips}`"),
     "Ray refuses max_workers under the min_workers": (
         "raise max_workers to at least the sum of the node types' min_workers"),
-    "a node type no PPO actor fits on": "give it at least 1 CPU, or drop the node type",
-    "a key Ray's schema does not have, close to one it has": "did you mean `{near}`?",
-    "a key Ray's schema does not have": "delete it: Ray's schema has no such key here",
-    "an empty legacy section": "delete the `{key}:` line",
-    "legacy (Ray 1.x) sections": "write it the Ray 2.x way:\n{replacement}",
-    "a second legacy section": "replace it together with `{first}` (see the finding there)",
+    "no PPO actor fits on a node type": "give it at least 1 CPU, or drop the node type",
+    "a key is not in Ray's schema but close to one that is": "did you mean `{near}`?",
+    "a key is not in Ray's schema": "delete it: Ray's schema has no such key here",
+    "a legacy section is empty": "delete the `{key}:` line",
+    "the file has legacy (Ray 1.x) sections": "write it the Ray 2.x way:\n{replacement}",
+    "a second legacy section is there": "replace it together with `{first}` (see the finding there)",
     "Ray's validator rejects a value": "fix the value Ray names; `ray up --no-config-cache` re-checks it",
-    "a key written twice in one mapping": "keep one of them",
-    "a `ray start` option that does not exist, close to one that does": "did you mean `{near}`?",
-    "a `ray start` Redis option (gone in Ray 2.x)": (
+    "a key is written twice in one mapping": "keep one of them",
+    "a `ray start` option does not exist but is close to one that does": "did you mean `{near}`?",
+    "a `ray start` option is a Redis one (gone in Ray 2.x)": (
         "drop it: Ray 2.x has no Redis of its own; the head's GCS port is `{dashes}port` "
         "(default 6379)"),
-    "a `ray start` option that does not exist": "drop it: `ray start --help` lists the options",
-    "a whole-number `ray start` option given another value": "`{flag}={value}`",
-    "a whole-number rayStartParam given another value": "{key}: \"{value}\"",
-    "a `ray start` option given a value it does not take": "a value `{flag}` takes",
-    "a KubeRay field of the wrong kind": "write {name} as {kind} (see KubeRay's RayCluster reference)",
+    "a `ray start` option does not exist": "drop it: `ray start --help` lists the options",
+    "a whole-number `ray start` option is given another value": "`{flag}={value}`",
+    "a whole-number rayStartParam is given another value": "{key}: \"{value}\"",
+    "a `ray start` option is given a value it does not take": "a value `{flag}` takes",
+    "a KubeRay field is of the wrong kind": "write {name} as {kind} (see KubeRay's RayCluster reference)",
     "Ray cannot derive the autoscaling config from a KubeRay manifest": (
         "fix the cluster spec so the autoscaler sidecar can start"),
     "rayStartParams ask for GPUs the Ray container does not request": (

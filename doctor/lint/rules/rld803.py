@@ -16,7 +16,7 @@ FIXES = {
     "the name is compress_communication": (
         "Ray has no wire compression switch; RLlib can compress sampled observations itself: "
         "`.env_runners(compress_observations=True)`"),
-    "_system_config given to a ray.init() that joins a cluster": (
+    "_system_config is given to a ray.init() that joins a cluster": (
         "set it where the head starts: `ray start --head --system-config='{settings_json}'` "
         "(head_start_ray_commands in the cluster YAML), or `{env}` in every node's environment "
         "before `ray start`"),
@@ -109,7 +109,7 @@ def unknown_system_config(snap, params):
             message = (f"`_system_config` is only applied when ray.init() starts a new local Ray; when "
                        f"{when}, it raises ValueError: \"When connecting to an existing cluster, "
                        "_system_config must not be provided.\"")
-            fix = FIXES["_system_config given to a ray.init() that joins a cluster"].format(
+            fix = FIXES["_system_config is given to a ray.init() that joins a cluster"].format(
                 settings_json=settings_json, env=env)
             found.append(finding(record, severity, kw["span"][0], kw["span"][1], message, fix,
                                  {"replacement": f"--system-config='{settings_json}'",
