@@ -16,8 +16,8 @@ import difflib
 import re
 import shlex
 
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
-from rldoctor.lint.rules.rld802 import FIXES
 
 LEGACY = ("head_node", "worker_nodes")
 COMMAND_LISTS = ("initialization_commands", "setup_commands", "head_setup_commands",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from rldoctor.lint.rules._cluster_config import about_rllib, cluster_problems
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
 from rldoctor.lint.rules._ray_start import params_problems
-from rldoctor.lint.rules.rld802 import FIXES
 from rldoctor.shape import kind_of
 
 KUBERAY_IDLE_DEFAULT_S = 60  # Ray's derivation: idle_timeout_minutes 1.0 without idleTimeoutSeconds

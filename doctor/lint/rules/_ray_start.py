@@ -12,8 +12,8 @@ import difflib
 import re
 import shlex
 
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
-from rldoctor.lint.rules.rld802 import FIXES
 
 _SHELL_VALUE = re.compile(r"[$`{}]")  # a value the shell fills in: not ours to judge
 
