@@ -222,3 +222,24 @@ def test_unknown_system_config_keys_come_from_the_installed_ray(tmp_path):
     assert "accepted 200" in proc.stdout and "not reached" not in proc.stdout
     assert "Received unexpected config parameter compress_communication" in proc.stderr
     assert known_names()["cached"] is True
+
+
+def test_every_lint_fix_is_a_case_of_its_checks_table():
+    # RLD802 and RLD803 say each fix once, in their `fixes` table; RLD801's cases are the
+    # replacement written out for the line and its rule's own fix (the table row's `fix`)
+    from rldoctor.engine.registry import builtin_checks, fix_pattern
+    from rldoctor.lint.rules.table import ROWS
+
+    tables = {c.code: c.fixes for c in builtin_checks() if c.code in ("RLD801", "RLD802", "RLD803")}
+    files = [LINT_FIXTURES / "rules" / name for name in (
+        "rld802_local.yaml", "rld802_ray_start.yaml", "rld803_settings.py")] + [
+        LINT_FIXTURES / "kuberay" / "ray-cluster.start-params.yaml", LINT_FIXTURES / "tutorial" / "cluster.yaml"]
+    report, problems, _ = lint_paths([str(p) for p in files])
+    fixes = [(f.code, f.fix) for f in report.findings if f.fix]
+    assert {"RLD802", "RLD803"} <= {code for code, _ in fixes}
+    for code, fix in fixes:
+        assert fix_pattern(tables[code]).fullmatch(fix), (code, fix)
+    row_fixes = {row.fix for row in ROWS if row.fix}
+    said = [f for f in lint_paths([str(LINT_FIXTURES / "tutorial")])[0].findings
+            if f.code == "RLD801" and f.rule]
+    assert any(f.fix.endswith("; " + rf) or f.fix == rf for f in said for rf in row_fixes)

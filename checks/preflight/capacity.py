@@ -15,22 +15,28 @@ from rldoctor.checks._resources import fits, missing, show
 from rldoctor.checks.preflight._plan import plan, shape
 from rldoctor.registry import check, fail, warn
 
-NEVER_FIX = {
-    "bundle": ("Ask for less per {role} (`num_cpus_per_env_runner`, `num_gpus_per_learner`, "
-               "custom resources) or add a node (or an autoscaler node type) that offers "
-               "{{{short}}}; Ray would print `The following resource request cannot be "
-               "scheduled right now` forever."),
-    "total": ("Lower `num_env_runners` / `num_learners` (or the Tune trials run at once: "
-              "`max_concurrent_trials`) to what the cluster can hold, or raise the autoscaler's "
-              "max_workers; the whole group waits until every bundle has a place."),
-    "strategy": ("Use the strategy PACK (RLlib's default) instead of {strategy}, or ask for "
-                 "bundles a single node can hold."),
+# The fixes of RLD901's findings, by case (rldoctor.engine.registry).
+CAPACITY_FIXES = {
+    "one bundle is larger than every node (and node type)": (
+        "Ask for less per {role} (`num_cpus_per_env_runner`, `num_gpus_per_learner`, "
+        "custom resources) or add a node (or an autoscaler node type) that offers "
+        "{{{short}}}; Ray would print `The following resource request cannot be "
+        "scheduled right now` forever."),
+    "the group is larger than the cluster is or can grow to": (
+        "Lower `num_env_runners` / `num_learners` (or the Tune trials run at once: "
+        "`max_concurrent_trials`) to what the cluster can hold, or raise the autoscaler's "
+        "max_workers; the whole group waits until every bundle has a place."),
+    "the strategy keeps the group from fitting": (
+        "Use the strategy PACK (RLlib's default) instead of {strategy}, or ask for "
+        "bundles a single node can hold."),
+    "it is placeable only after a scale-up": (
+        "Nothing to change if waiting for the new nodes is expected; to start at once, "
+        "lower `num_env_runners` / `num_learners` to fit the nodes there are now, or keep "
+        "min_workers of {types} up."),
+    "it is placeable only once what runs now ends": (
+        "The cluster holds it once the jobs that use {busy} end (`ray list actors` / "
+        "`rldoctor check` name them); submit after them, or lower the demand."),
 }
-SCALE_FIX = ("Nothing to change if waiting for the new nodes is expected; to start at once, "
-             "lower `num_env_runners` / `num_learners` to fit the nodes there are now, or keep "
-             "min_workers of {types} up.")
-BUSY_FIX = ("The cluster holds it once the jobs that use {busy} end (`ray list actors` / "
-            "`rldoctor check` name them); submit after them, or lower the demand.")
 
 
 def _pack(bundles: list[dict], bins: list[dict], strategy: str) -> list[dict] | None:
@@ -111,7 +117,8 @@ def _what(demand: dict) -> str:
     return ", ".join(parts) + (f", for each of {trials} Tune trials" if trials > 1 else "")
 
 
-@check("RLD901", "demand-exceeds-capacity", area="preflight", lifecycle="preview", requires=("preflight", "nodes"))
+@check("RLD901", "demand-exceeds-capacity", area="preflight", lifecycle="preview", requires=("preflight", "nodes"),
+       fixes=CAPACITY_FIXES)
 def demand_exceeds_capacity(snap, params):
     """A training whose env runners, learners or Tune trials the cluster cannot place, now or ever.
 
@@ -126,11 +133,6 @@ def demand_exceeds_capacity(snap, params):
         every bundle has a place. A bundle larger than every node never gets one, even when the
         cluster's total would hold it; a group larger than the cluster gets one only if the
         autoscaler can add nodes of a type that fits, within its max_workers.
-
-    Fix:
-        Lower `num_env_runners`, `num_learners` or the resources per runner or learner to what
-        the nodes offer, or add nodes (or an autoscaler node type) that fit; the finding names
-        the bundle, the largest node and, for a scale-up, the node types and how many.
     """
     demand = plan(snap).get("demand") or {}
     bundles = _bundles(demand)
@@ -149,7 +151,8 @@ def demand_exceeds_capacity(snap, params):
         busy = _in_use(total, free)
         yield warn("cluster", f"placeable only once what runs now ends: {what} fits the nodes' "
                    f"totals, not what is free now ({{{show(busy)}}} in use)",
-                   {**evidence, "in_use": busy}, BUSY_FIX.format(busy=show(busy)))
+                   {**evidence, "in_use": busy},
+                   CAPACITY_FIXES["it is placeable only once what runs now ends"].format(busy=show(busy)))
         return
     scaler = autoscaler(snap)
     if scaler and scaler.get("running") and worker_types(scaler):
@@ -158,7 +161,8 @@ def demand_exceeds_capacity(snap, params):
             types = ", ".join(f"{n} x {t}" for t, n in added.items())
             yield warn("cluster", f"placeable only after scale-up: {what} needs {types} more "
                        "node(s) from the autoscaler before it starts",
-                       {**evidence, "scale_up": added}, SCALE_FIX.format(types=", ".join(added)))
+                       {**evidence, "scale_up": added},
+                       CAPACITY_FIXES["it is placeable only after a scale-up"].format(types=", ".join(added)))
             return
     yield from _never_placeable(demand, bundles, total, scaler, evidence, strategy, len(alive))
 
@@ -193,16 +197,18 @@ def _never_placeable(demand, bundles, total, scaler, evidence, strategy, node_co
             yield fail("cluster", f"never placeable: one {role} asks for {{{show(b)}}} and no node "
                        f"{'or node type ' if scaler and scaler.get('running') else ''}offers it "
                        f"(the largest: {{{show(largest)}}})", {**evidence, "short": short},
-                       NEVER_FIX["bundle"].format(role=role, short=show(short)))
+                       CAPACITY_FIXES["one bundle is larger than every node (and node type)"].format(
+                           role=role, short=show(short)))
             return
     if strategy in ("STRICT_PACK", "STRICT_SPREAD"):
         yield fail("cluster", f"never placeable with {strategy}: {what} does not fit as that "
                    f"strategy asks on {node_count} node(s)", evidence,
-                   NEVER_FIX["strategy"].format(strategy=strategy))
+                   CAPACITY_FIXES["the strategy keeps the group from fitting"].format(strategy=strategy))
         return
     need, have = _summed(bundles), _summed(total)
     yield fail("cluster", f"never placeable: {what} asks for {{{show(need)}}} in all; the cluster "
                f"has {{{show(have)}}}"
                + (" and the autoscaler cannot add enough" if scaler and scaler.get("running") else
                   " and no autoscaler adds nodes"),
-               {**evidence, "asks": need, "has": have}, NEVER_FIX["total"])
+               {**evidence, "asks": need, "has": have},
+               CAPACITY_FIXES["the group is larger than the cluster is or can grow to"].format())

@@ -13,36 +13,51 @@ STAGE_TEXT = {
     "probe": "the probe in the job's runtime_env did not run",
     "timeout": "the probe did not answer in time",
 }
-STAGE_FIX = {
-    "import": ("Ship the env's code with the job: `runtime_env={{'working_dir': '.'}}` or "
-               "`{{'py_modules': [<your package>]}}` (or `pip`), or install the package on every "
-               "node's image; try it with `rldoctor preflight TARGET --runtime-env '{{...}}'`."),
-    "resolve": ("Register the env where the env runners run: `register_env(\"{name}\", creator)` "
-                "in the driver script before `build_algo()` (RLlib ships it), or put "
-                "`gymnasium.register(...)` in the env package's `__init__` so that importing it "
-                "on the node registers it, and set `config.environment(\"pkg.module:{name}\")`."),
-    "build": ("Fix what the env's constructor needs on that node (files, devices, environment "
-              "variables, `env_config` keys); the line is the env's own error."),
-    "timeout": ("The node was too slow to start a worker and answer (a busy host, or a "
-                "runtime_env still installing); run preflight again, and look at that node's "
-                "raylet.out if it stays silent."),
-    "probe": ("The job's runtime_env could not be set up on that node (a pip package or a "
-              "working_dir that does not install there); fix the runtime_env, then run "
-              "preflight again."),
+# The fixes of RLD902's findings, by case: a stage's words (STAGE_TEXT), or an env that
+# cannot be shipped at all.
+ENV_FIXES = {
+    "the env cannot be pickled": (
+        "Run `rldoctor check --target` on the env creator: it names the member that cannot be "
+        "pickled (RLD501)."),
+    "the env's code does not import": (
+        "Ship the env's code with the job: `runtime_env={{'working_dir': '.'}}` or "
+        "`{{'py_modules': [<your package>]}}` (or `pip`), or install the package on every "
+        "node's image; try it with `rldoctor preflight TARGET --runtime-env '{{...}}'`."),
+    "the env's name is not registered": (
+        "Register the env where the env runners run: `register_env(\"{name}\", creator)` "
+        "in the driver script before `build_algo()` (RLlib ships it), or put "
+        "`gymnasium.register(...)` in the env package's `__init__` so that importing it "
+        "on the node registers it, and set `config.environment(\"pkg.module:{name}\")`."),
+    "the env raised while it was built": (
+        "Fix what the env's constructor needs on that node (files, devices, environment "
+        "variables, `env_config` keys); the line is the env's own error."),
+    "the probe did not answer in time": (
+        "The node was too slow to start a worker and answer (a busy host, or a "
+        "runtime_env still installing); run preflight again, and look at that node's "
+        "raylet.out if it stays silent."),
+    "the probe in the job's runtime_env did not run": (
+        "The job's runtime_env could not be set up on that node (a pip package or a "
+        "working_dir that does not install there); fix the runtime_env, then run "
+        "preflight again."),
 }
-SKEW_FIX = {
-    "numpy": ("Pin one numpy on every node (the image or `runtime_env={{'pip': "
-              "['numpy=={version}']}}`): a batch or checkpoint pickled under one numpy major "
-              "fails to load under the other (`No module named 'numpy._core'`)."),
-    "python": ("Start every node from the same Python release: Ray refuses workers whose Python "
-               "differs from the driver's, and pickled code breaks across patch releases."),
-    "other": ("Pin {package}=={version} on every node (the image, or the job's "
-              "`runtime_env={{'pip': [...]}}`), so that every env runner and learner runs the "
-              "same code."),
+# The fixes of RLD903's findings, by case.
+SKEW_FIXES = {
+    "numpy differs between nodes": (
+        "Pin one numpy on every node (the image or `runtime_env={{'pip': "
+        "['numpy=={version}']}}`): a batch or checkpoint pickled under one numpy major "
+        "fails to load under the other (`No module named 'numpy._core'`)."),
+    "Python differs between nodes": (
+        "Start every node from the same Python release: Ray refuses workers whose Python "
+        "differs from the driver's, and pickled code breaks across patch releases."),
+    "another package differs between nodes": (
+        "Pin {package}=={version} on every node (the image, or the job's "
+        "`runtime_env={{'pip': [...]}}`), so that every env runner and learner runs the "
+        "same code."),
 }
 
 
-@check("RLD902", "env-unavailable-on-node", area="preflight", lifecycle="preview", requires=("preflight",))
+@check("RLD902", "env-unavailable-on-node", area="preflight", lifecycle="preview", requires=("preflight",),
+       fixes=ENV_FIXES)
 def env_unavailable_on_node(snap, params):
     """A node where an env runner can land but the env's module does not import or the env does not build.
 
@@ -57,19 +72,13 @@ def env_unavailable_on_node(snap, params):
         job's runtime_env: a package installed on the head only, a module beside the driver
         script that no `working_dir` ships, or an env registered with `gymnasium.register` in
         the driver only (RLlib ships `register_env` creators, never gymnasium's registry).
-
-    Fix:
-        Ship the code with the job (`runtime_env` `working_dir` or `py_modules`), install the
-        package on every node, or register the env where it is built; the finding names the
-        node, the stage (import, name, build) and the env's own error.
     """
     sect = section(snap)
     env = plan(snap).get("env") or {}
     if env.get("kind") == "unpicklable":
         yield fail("cluster", f"the env {env.get('name')} cannot be shipped to the env runners: "
                    f"{env.get('error')}", {"env": env.get("name")},
-                   "Run `rldoctor check --target` on the env creator: it names the member "
-                   "that cannot be pickled (RLD501).")
+                   ENV_FIXES["the env cannot be pickled"].format())
         return
     landing = set(runner_nodes(snap))
     for node_id, view in sorted((sect.get("nodes") or {}).items()):
@@ -87,14 +96,15 @@ def env_unavailable_on_node(snap, params):
                    f", where env runners can land: {error}",
                    {"env": name, "stage": stage, "error": error,
                     "runtime_env": sect.get("plan", {}).get("runtime_env") or {}},
-                   STAGE_FIX.get(stage, STAGE_FIX["build"]).format(name=name))
+                   ENV_FIXES.get(STAGE_TEXT.get(stage), ENV_FIXES[STAGE_TEXT["build"]]).format(name=name))
 
 
 def _major(version: str | None) -> str | None:
     return version.split(".")[0] if version else None
 
 
-@check("RLD903", "package-skew", area="preflight", lifecycle="preview", requires=("preflight",))
+@check("RLD903", "package-skew", area="preflight", lifecycle="preview", requires=("preflight",),
+       fixes=SKEW_FIXES)
 def package_skew(snap, params):
     """Packages the training imports (numpy, gymnasium, torch, Ray, the env's own, Python) that differ between nodes.
 
@@ -107,10 +117,6 @@ def package_skew(snap, params):
         Nodes started from different images or virtualenvs: numpy 2 on one node and numpy 1
         on another, a gymnasium or torch release that differs, the env's own package at
         another version (or other code), or a Python patch release that differs.
-
-    Fix:
-        Pin the same versions on every node (one image, or the job's `runtime_env` `pip`);
-        the finding names each version and the nodes that have it.
     """
     sect = section(snap)
     views = {n: v for n, v in (sect.get("nodes") or {}).items() if v.get("packages")}
@@ -137,9 +143,10 @@ def package_skew(snap, params):
         severe = name == "python" or (name == "numpy" and len(majors) > 1) or "missing" in by_version
         odd = [n for v, nodes in by_version.items() if v != majority for n in nodes]
         what = "Python" if name == "python" else name
-        key = name if name in SKEW_FIX else "other"
+        key = {"numpy": "numpy differs between nodes", "python": "Python differs between nodes"}.get(
+            name, "another package differs between nodes")
         yield (fail if severe else warn)(
             subject(odd[0]) if len(odd) == 1 else "cluster",
             f"{what} differs between nodes: {'; '.join(parts)}",
             {"package": name, "versions": {v: [n[:8] for n in nodes] for v, nodes in by_version.items()}},
-            SKEW_FIX[key].format(package=name, version=majority))
+            SKEW_FIXES[key].format(package=name, version=majority))

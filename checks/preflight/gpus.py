@@ -5,13 +5,15 @@ from __future__ import annotations
 from rldoctor.checks.preflight._plan import node_name, plan, section, shape, subject
 from rldoctor.registry import check, fail, note
 
-FIX = ("Make the GPUs visible to Ray's workers on that node: install the NVIDIA driver and a "
-       "CUDA build of torch there (`torch.version.cuda` is {cuda}), and do not start the node "
-       "with `--num-gpus` (or a `GPU` resource) where CUDA sees no device; or set "
-       "`num_gpus_per_learner=0` to train on CPU on purpose.")
+GPU_FIXES = {"Ray counts GPUs on a node that a worker cannot use": (
+    "Make the GPUs visible to Ray's workers on that node: install the NVIDIA driver and a "
+    "CUDA build of torch there (`torch.version.cuda` is {cuda}), and do not start the node "
+    "with `--num-gpus` (or a `GPU` resource) where CUDA sees no device; or set "
+    "`num_gpus_per_learner=0` to train on CPU on purpose.")}
 
 
-@check("RLD907", "gpu-not-usable", area="preflight", lifecycle="preview", requires=("preflight", "nodes"))
+@check("RLD907", "gpu-not-usable", area="preflight", lifecycle="preview", requires=("preflight", "nodes"),
+       fixes=GPU_FIXES)
 def gpu_not_usable(snap, params):
     """A learner (or env runner) asking for GPUs on a node whose GPUs Ray counts but a worker cannot use.
 
@@ -25,11 +27,6 @@ def gpu_not_usable(snap, params):
         sets whether or not CUDA works there: a CPU-only build of torch, a missing or
         mismatched NVIDIA driver, or a container without the devices. Ray gives the learner
         `CUDA_VISIBLE_DEVICES`, and torch still counts no device.
-
-    Fix:
-        Make CUDA work on those nodes (driver, a CUDA build of torch, the devices in the
-        container), take the GPU resource off nodes without one, or ask for no GPUs; the
-        finding names the node, Ray's count and what torch saw.
     """
     settings = plan(snap).get("settings") or {}
     asks = max(float(settings.get("num_gpus_per_learner") or 0),
@@ -63,4 +60,5 @@ def gpu_not_usable(snap, params):
                    "placed there would fall back to CPU or fail",
                    {"ray_gpus": counted, "asks_per_learner": asks, "torch": seen,
                     "driver": driver, "nvidia_smi": gpus.get("nvidia_smi")},
-                   FIX.format(cuda=seen.get("cuda_build") or "none"))
+                   GPU_FIXES["Ray counts GPUs on a node that a worker cannot use"].format(
+                       cuda=seen.get("cuda_build") or "none"))

@@ -5,18 +5,22 @@ from __future__ import annotations
 from rldoctor.checks.preflight._plan import node_name, plan, section, subject
 from rldoctor.registry import check, fail
 
-FIX = {
-    "local": ("Set `storage_path` (`tune.RunConfig(storage_path=...)`) to a directory every node "
-              "mounts, the same file system under the same path (NFS, a shared volume), or to "
-              "cloud storage (`s3://...`, `gs://...`). Do not pre-create Tune's marker file on "
-              "each node: that silences the check and splits the checkpoints."),
-    "unwritable": ("Make `{path}` writable for the user Ray runs as on that node (or choose "
-                   "another `storage_path`): Tune raises `Unable to set up cluster storage` "
-                   "there."),
+STORAGE_FIXES = {
+    "the path is another directory on some nodes (a local path)": (
+        "Set `storage_path` (`tune.RunConfig(storage_path=...)`) to a directory every node "
+        "mounts, the same file system under the same path (NFS, a shared volume), or to "
+        "cloud storage (`s3://...`, `gs://...`). Do not pre-create Tune's marker file on "
+        "each node: that silences the check and splits the checkpoints."),
+    "a node cannot write the path": (
+        "Make `{path}` writable for the user Ray runs as on that node (or choose "
+        "another `storage_path`): Tune raises `Unable to set up cluster storage` "
+        "there."),
 }
+_LOCAL = "the path is another directory on some nodes (a local path)"
 
 
-@check("RLD904", "storage-not-shared", area="preflight", lifecycle="preview", requires=("preflight",))
+@check("RLD904", "storage-not-shared", area="preflight", lifecycle="preview", requires=("preflight",),
+       fixes=STORAGE_FIXES)
 def storage_not_shared(snap, params):
     """A storage_path that is not one shared directory for every node, or that a node cannot write.
 
@@ -31,11 +35,6 @@ def storage_not_shared(snap, params):
         node where each trial runs, and checks that a marker written by the driver can be read
         there. A local path (`~/ray_results`, `/tmp/...`), a tmpfs, or a mount that exists on
         some nodes only is a different directory on each node.
-
-    Fix:
-        Point `storage_path` at a file system every node mounts under the same path, or at
-        cloud storage; the finding names each node that sees another directory, with its file
-        system and mount point, and each node that cannot write there.
     """
     sect = section(snap)
     storage = plan(snap).get("storage") or {}
@@ -48,7 +47,7 @@ def storage_not_shared(snap, params):
             yield fail(subject(node_id), f"storage_path {path} is not writable on "
                        f"{node_name(snap, node_id)}: {view.get('error')}",
                        {"path": path, "error": view.get("error"), "fs_type": view.get("fs_type")},
-                       FIX["unwritable"].format(path=path))
+                       STORAGE_FIXES["a node cannot write the path"].format(path=path))
     seen = sect.get("storage_seen") or {}
     writers = sorted(n for n, v in views.items() if v.get("written"))
     if len(writers) < 2 or not seen:
@@ -62,7 +61,7 @@ def storage_not_shared(snap, params):
                         for n in writers})
         yield fail("cluster", f"storage_path {path} is a different directory on each of the "
                    f"{len(writers)} nodes ({'; '.join(kinds)}): no node sees a marker written "
-                   "on another", {"path": path, "nodes": [n[:8] for n in writers]}, FIX["local"])
+                   "on another", {"path": path, "nodes": [n[:8] for n in writers]}, STORAGE_FIXES[_LOCAL].format())
         return
     for node_id in writers:
         if node_id in largest:
@@ -75,7 +74,7 @@ def storage_not_shared(snap, params):
                    {"path": path, "fs_type": view.get("fs_type"),
                     "mount_point": view.get("mount_point"),
                     "shared_by": [n[:8] for n in largest],
-                    "sees_markers_of": [n[:8] for n in seen.get(node_id, [])]}, FIX["local"])
+                    "sees_markers_of": [n[:8] for n in seen.get(node_id, [])]}, STORAGE_FIXES[_LOCAL].format())
 
 
 def _groups_by_what_they_see(writers: list[str], seen: dict) -> dict[tuple, list[str]]:

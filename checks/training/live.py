@@ -56,7 +56,7 @@ def stuck_in(stack: dict | None) -> str | None:
     return " -> ".join(text(f) for f in reversed(frames[:3]))
 
 
-_HUNG_FIX = (
+HUNG_FIXES = {"an env runner (or learner) is stuck in one call": (
     "The env runner is stuck inside its env (or a callback): the stack shows where. Fix the "
     "call that does not return: give the simulator or network call in step()/reset() a timeout "
     "and raise on it, so RLlib can restart the runner (`config.fault_tolerance("
@@ -64,11 +64,11 @@ _HUNG_FIX = (
     "(`ray.kill` on it, or the pid) lets RLlib replace it. RLlib's `sample_timeout_s` only makes "
     "the algorithm stop waiting (it logs \"No samples returned from remote workers... consider "
     "increasing sample_timeout_s\"): raising it hides the hang, it does not end it."
-)
+)}
 
 
 @check("RLD605", "env-runner-hung", area="training", requires=("training",),
-       params={"floor_s": 20.0, "peer_factor": 10.0, "alone_factor": 3.0})
+       params={"floor_s": 20.0, "peer_factor": 10.0, "alone_factor": 3.0}, fixes=HUNG_FIXES)
 def env_runner_hung(snap, params):
     """An env runner (or learner) busy in one call far longer than its peers, with the stack frame it is stuck in.
 
@@ -83,13 +83,11 @@ def env_runner_hung(snap, params):
         that never answers, or a callback blocks. RLlib does not see a hung runner as
         unhealthy until its health probe times out, and every later call queues behind it.
 
-    Fix:
-        Read the stack in the evidence (taken with py-spy from the runner's node, never by
-        calling the actor): the named frame is the user's code that does not return. Give
-        it a timeout that raises, so RLlib restarts the runner. A call counts as hung when
-        it has run longer than `floor_s` (20 s, so a slow first sample is not reported) and
-        than `peer_factor` (10) times the p95 of the peers' finished calls, or than
-        `alone_factor` x `floor_s` when the runner has no peer.
+        rldoctor counts a call as hung when it has run longer than `floor_s` (20 s, so a slow
+        first sample is not reported) and than `peer_factor` (10) times the p95 of the peers'
+        finished calls, or than `alone_factor` x `floor_s` when the runner has no peer; the
+        stack in the evidence is taken with py-spy from the runner's node, never by calling
+        the actor.
     """
     stacks = snap["training"].get("stacks") or {}
     for training in _trainings(snap):
@@ -111,7 +109,7 @@ def env_runner_hung(snap, params):
                                         call=dig(member, "call", "name"), age=age, compared=compared)
                            + (_HUNG_QUEUED.format(n=member["queued_calls"])
                               if member.get("queued_calls") else "") + _stuck_words(stack),
-                           evidence, _HUNG_FIX)
+                           evidence, HUNG_FIXES["an env runner (or learner) is stuck in one call"].format())
 
 
 # RLD605's message, as data: the call, then what is queued behind it, then where it is stuck.
@@ -145,7 +143,7 @@ def _hung_evidence(member: dict, peers: dict | None, bar: float, stack: dict | N
             if stack else None}
 
 
-_LOST_FIX = (
+LOST_FIXES = {"env runners died and were not replaced": (
     "The training goes on with fewer env runners than it was built with: less data per "
     "iteration and slower learning. Read each lost runner's death cause in the evidence (a "
     "node that died: RLD101; memory: RLD402; a crash: RLD403 and the worker's .err log). To "
@@ -153,10 +151,10 @@ _LOST_FIX = (
     "`config.fault_tolerance(restart_failed_env_runners=True)` (the default) with enough "
     "`max_num_env_runner_restarts`; `ignore_env_runner_failures=True` without restarts runs "
     "on with what is left."
-)
+)}
 
 
-@check("RLD606", "env-runners-lost", area="training", requires=("training",))
+@check("RLD606", "env-runners-lost", area="training", requires=("training",), fixes=LOST_FIXES)
 def env_runners_lost(snap, params):
     """A training running with fewer healthy env runners than it was configured with.
 
@@ -172,11 +170,8 @@ def env_runners_lost(snap, params):
         (`restart_failed_env_runners=False`), restarts exhausted
         (`max_num_env_runner_restarts`), or failures ignored (`ignore_env_runner_failures`).
 
-    Fix:
-        Find why each runner died (the evidence names it, with its node and Ray's death
-        cause), fix that, and keep RLlib's restarts on. A training that lost half of its
-        runners or more is a fail, fewer a warn; runners stopped on purpose (`ray.kill`,
-        `algo.stop()`) do not count.
+        A training that lost half of its runners or more is a fail, fewer a warn; runners
+        stopped on purpose (`ray.kill`, `algo.stop()`) do not count.
     """
     for training in _trainings(snap):
         runners = training.get("runners") or []
@@ -202,7 +197,7 @@ def env_runners_lost(snap, params):
                       for r in lost],
              "restarting": [{"actor_id": r["actor_id"], "node_id": r.get("node_id"),
                              "num_restarts": r.get("num_restarts")} for r in restarting]},
-            _LOST_FIX)
+            LOST_FIXES["env runners died and were not replaced"].format())
 
 
 def _on_purpose(runner: dict) -> bool:
@@ -217,18 +212,19 @@ def _death(runner: dict) -> str:
     return f"{reason}" + (f" ({message[:200]})" if message else "")
 
 
-_DROP_FIX = (
+DROP_FIXES = {"a runner samples far below its peers, or a run below its earlier rate": (
     "A runner far slower than its peers is hung (RLD605), starved (a node whose CPUs are "
     "oversubscribed, RLD303 for memory), or far from the learner (RLD201). A run slower than "
     "it used to be: compare the iteration timers in the results (env_runner_sampling_timer vs "
     "learner_update_timer) to see which side slowed down, and check the cluster (`rldoctor "
     "check`) for restarts (RLD401), spilling (RLD302) and slow nodes (RLD201-RLD202)."
-)
+)}
+_DROP = "a runner samples far below its peers, or a run below its earlier rate"
 
 
 @check("RLD608", "throughput-drop", area="training", requires=("training|runs",),
        params={"fraction_of_peers": 0.25, "min_age_s": 30.0, "fraction_of_earlier": 0.33,
-               "window": 5})
+               "window": 5}, fixes=DROP_FIXES)
 def throughput_drop(snap, params):
     """A training's sampling throughput fell far below its own earlier rate, or one runner samples far below its peers.
 
@@ -244,7 +240,6 @@ def throughput_drop(snap, params):
         recent iterations are well below the run's best earlier rate: a runner lost or
         hung, a node that slowed down, or the learner holding the samplers back.
 
-    Fix:
         Live, a runner under a quarter of its peers' median rate (alive at least 30 s) is
         reported; in results, a recent median rate under a third of the best earlier median
         (5-iteration windows). The evidence has the figures to compare.
@@ -276,7 +271,8 @@ def throughput_drop(snap, params):
                        {"training": training["subject"], "actor_id": runner["actor_id"],
                         "node_id": runner.get("node_id"), "steps_per_s": rate,
                         "steps_sampled": runner.get("steps_sampled"), "worker_age_s": age,
-                        "peers_steps_per_s": peers, "call": runner.get("call")}, _DROP_FIX)
+                        "peers_steps_per_s": peers, "call": runner.get("call")},
+                       DROP_FIXES[_DROP].format())
     for run in snap.get("runs") or []:
         yield from _run_drop(run, params)
 
@@ -312,4 +308,4 @@ def _run_drop(run: dict, params: dict):
                f"{best:.0f} env steps/s of iterations {start:g}-{points[w + best_i + w - 1][0]:g}",
                {**_runs.read_note(run), "recent_median_steps_per_s": round(recent, 1),
                 "best_median_steps_per_s": round(best, 1), "best_window_from_iteration": start,
-                "steps_per_s": [[it, round(v, 1)] for it, v in points[-12:]]}, _DROP_FIX)
+                "steps_per_s": [[it, round(v, 1)] for it, v in points[-12:]]}, DROP_FIXES[_DROP].format())

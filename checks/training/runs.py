@@ -29,12 +29,93 @@ STALL_PARAMS = {"min_iterations": 8, "patience": 5, "smooth": 3, "min_gain_fract
                 "z": 3.0}
 
 
+# Each check's fixes, by case (rldoctor.engine.registry): a finding's fix is one case filled in,
+# or several joined by `_joined`.
+STALL_FIXES = {
+    "the return does not improve": (
+        "Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
+        "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
+        "the learning rate and the loss, rewards the policy can influence, and RLD602 for env "
+        "runners acting with old weights."),
+    "the learning rate is 0": "The learning rate is 0, so the weights never change.",
+    "the weights do not move": (
+        "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to 3e-4) and check "
+        "that the loss reaches the optimizer: with lr > 0 and a KL of zero, look for a frozen "
+        "module or a grad_clip of 0."),
+    "the return falls after it learned": (
+        "A falling return after learning is often a policy that collapsed: a learning rate too "
+        "large for the batch (lower lr or raise train_batch_size_per_learner), entropy gone to "
+        "zero (entropy_coeff), or a change in the env."),
+    "the return is flat after it learned (no target missed)": (
+        "If the return is below what the env allows, try a lower learning rate, larger batches "
+        "or more exploration (entropy_coeff); if it is the env's best, stop the run and keep "
+        "the checkpoint."),
+}
+STALE_FIXES = {
+    "the smoke run's env runners are behind the learner": (
+        "Check the nodes of the runners that are behind: network (RLD201/RLD202), object store "
+        "(RLD301) and restarts (RLD401); make sure the weights are synced after each update "
+        "(RLlib does it by default on the new API stack)."),
+    "a run's env runners are behind the learner": (
+        "Check the nodes of the env runners (network RLD201/RLD202, object store RLD301, "
+        "restarts RLD401) and that nothing disables weight sync; RLlib syncs after each update "
+        "on the new API stack."),
+    "the env runners report no weights_seq_no": (
+        "The env runners sample nothing they can report: look for hung or restarting runners "
+        "(`rldoctor check` on the cluster: RLD605, RLD606, RLD401) and for episodes that never "
+        "end within sample_timeout_s."),
+}
+SMOKE_FIXES = {
+    "env runners restarted during the smoke run": (
+        "Run `rldoctor check` against the cluster: RLD401-RLD403 name the runners that "
+        "restarted and why they died."),
+    "no training iteration completed": (
+        "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 dead "
+        "nodes. Then retry with fewer --env-runners."),
+    "the return never rose": "See RLD601: check the learning rate and the learner's loss and KL numbers.",
+    "the run learned, but too slowly for its time budget": (
+        "Raise --time-budget, or look at the figures: a slow iteration or low env steps/s "
+        "points to an overloaded node or a slow link (RLD201, RLD301)."),
+    "the checkpoint round trip failed": (
+        "Save with `algo.save_to_path(path)` to a writable local or shared path, restore with "
+        "`Algorithm.from_checkpoint(path)`, act with `algo.get_module().forward_inference({{'obs': "
+        "...}})`; a restore that fails on this Ray version needs a checkpoint written by it."),
+    "the restored policy does not act like the trained one": (
+        "The checkpoint restores without the trained weights: check that the restore reads the "
+        "learner's RLModule state (learner_group/learner/rl_module) and not a freshly initialised "
+        "module."),
+}
+SCALING_FIXES = {
+    "the sweep found the best count": (
+        "Use {recommended} env runner(s): the most env steps per second per CPU in this sweep. "
+        "For a light env, add envs per runner (num_envs_per_env_runner) before adding runners."),
+    "the sweep found no best count": "Rerun the sweep when the cluster is idle.",
+}
+NAN_FIXES = {
+    "episodes end with a NaN return": (
+        "Check the env: assert np.isfinite(reward) and np.isfinite(obs).all() in step() (a NaN "
+        "reward makes every return and value loss NaN)."),
+    "only the losses are NaN": (
+        "Lower the learning rate and set `config.training(grad_clip=...)` (e.g. 0.5 to 40); "
+        "check the loss terms for values that explode."),
+    "a checkpoint before the first NaN exists": (
+        "Resume from a checkpoint written before iteration {first:g}."),
+    "the first iteration is NaN already": (
+        "The run was broken from its first iteration: fix the cause and start it again."),
+}
+
+
+def _joined(*fixes: str) -> str:
+    """A fix of several cases: each one's text, in order."""
+    return " ".join(fixes)
+
+
 def _reached(smoke: dict) -> bool:
     return smoke.get("outcome") == "reached"
 
 
 @check("RLD601", "training-stall", area="training", requires=("smoke|runs",),
-       params=STALL_PARAMS)
+       params=STALL_PARAMS, fixes=STALL_FIXES)
 def training_stall(snap, params):
     """Episode return flat or falling over a training run.
 
@@ -48,13 +129,6 @@ def training_stall(snap, params):
         reach the weights, env runners sampling with old weights (RLD602), rewards the
         policy cannot influence, or hyperparameters that collapse the policy (too large a
         learning rate, no entropy, a clip range of zero).
-
-    Fix:
-        Check the learning rate and the learner's own numbers in the results
-        (`learners/default_policy/policy_loss`, `mean_kl_loss`, `entropy`,
-        `default_optimizer_learning_rate`): a KL of exactly zero means the weights do not
-        move. Check RLD602 for stale weights. Compare with a known-good configuration:
-        `rldoctor smoke-train` learns CartPole-v1 in well under a minute.
 
         The smoke run (when it missed its target) and a run's results (`--run PATH`) are
         judged alike, from 8 iterations on: the return, smoothed over 3 iterations, counts
@@ -80,7 +154,8 @@ def training_stall(snap, params):
 
 
 @check("RLD602", "stale-weights", area="training", requires=("smoke|runs",),
-       params={"normal_lag": 1.0, "tolerance": 0.5, "growth_window": 3, "nan_iterations": 3})
+       params={"normal_lag": 1.0, "tolerance": 0.5, "growth_window": 3, "nan_iterations": 3},
+       fixes=STALE_FIXES)
 def stale_weights(snap, params):
     """Env runners acting with weights older than the learner's.
 
@@ -95,12 +170,6 @@ def stale_weights(snap, params):
         store), an env runner was restarted and never re-synced, or the algorithm was
         configured not to sync. RLlib pushes weights asynchronously, so a lag of about one
         update is normal; a lag that grows is not.
-
-    Fix:
-        Find the runners behind (per-runner numbers in the evidence) and their nodes; check
-        the network and object store of those nodes (RLD201-RLD202, RLD301) and restarts
-        (RLD401). Make sure nothing disables weight sync, and on slow links raise
-        `config.env_runners(sample_timeout_s=...)` rather than letting runners drift.
 
         In a run's results (a results file's or the smoke run's), env runners that report
         no `weights_seq_no` at all (NaN) while the learner's grows have not finished a
@@ -129,9 +198,7 @@ def stale_weights(snap, params):
     evidence = {"normal_lag": params["normal_lag"],
                 "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]],
                 "learner_final_weights_seq_no": learner_seq, "runners_behind": behind}
-    fix = ("Check the nodes of the runners that are behind: network (RLD201/RLD202), object "
-           "store (RLD301) and restarts (RLD401); make sure the weights are synced after each "
-           "update (RLlib does it by default on the new API stack).")
+    fix = STALE_FIXES["the smoke run's env runners are behind the learner"].format()
     yield from _runners_report_nan(smoke, nan_runner, params, evidence, fix)
     if not growing and not behind:
         return
@@ -151,25 +218,21 @@ def _likely_cause(smoke: dict) -> tuple[str, str]:
     restarts = max((p.get("runner_restarts") or 0 for p in curve), default=0)
     if restarts:
         return (f"env runners restarted {int(restarts)} time(s) during the run (see RLD401)",
-                "Run `rldoctor check` against the cluster: RLD401-RLD403 name the runners that "
-                "restarted and why they died.")
+                SMOKE_FIXES["env runners restarted during the smoke run"].format())
     if not curve:
         return ("no training iteration completed (see RLD601, and RLD103 for resources that "
-                "never came)",
-                "Run `rldoctor check`: RLD103 shows demands that cannot be scheduled, RLD101 "
-                "dead nodes. Then retry with fewer --env-runners.")
+                "never came)", SMOKE_FIXES["no training iteration completed"].format())
     points = _runs.series(smoke, "return_mean")
     judged = _runs.judge_return([v for _, v in points], STALL_PARAMS)
     if judged is None or not judged["learned"] or _runs.weights_frozen(smoke, len(points)):
         return ("no learning progress: the return never rose (see RLD601)",
-                "See RLD601: check the learning rate and the learner's loss and KL numbers.")
+                SMOKE_FIXES["the return never rose"].format())
     return ("the run learned, but not fast enough for the time budget",
-            "Raise --time-budget, or look at the figures: a slow iteration or low env steps/s "
-            "points to an overloaded node or a slow link (RLD201, RLD301).")
+            SMOKE_FIXES["the run learned, but too slowly for its time budget"].format())
 
 
 @check("RLD603", "smoke-train-failed", area="training", requires=("smoke",),
-       params={"restored_min_fraction": 0.5})
+       params={"restored_min_fraction": 0.5}, fixes=SMOKE_FIXES)
 def smoke_train_failed(snap, params):
     """The smoke training crashed, hung or missed its target return.
 
@@ -187,11 +250,6 @@ def smoke_train_failed(snap, params):
         budget. A failed checkpoint round trip: a storage path that is not writable or a
         checkpoint that does not restore on this Ray version.
 
-    Fix:
-        Read the evidence for the stage that failed and the likely cause; run `rldoctor
-        check` against the cluster for the node and worker findings it points to; rerun
-        with `--time-budget` raised when the run was merely slow.
-
     Advice:
         Older tutorials say "save with `trainer.save()`, restore with `trainer.restore()`,
         serve with `compute_single_action()`". That was right on RLlib's old API stack; on
@@ -208,16 +266,8 @@ _CRASHED = "the smoke training {what} during {stage} after {iterations} iteratio
 _MISSED = ("the smoke training missed its target: best smoothed return {best} < {target:g} "
            "within {budget:g}s ({iterations} iterations); likely cause: {cause}")
 _CKPT_FAILED = "the checkpoint round trip failed at {step}: {error}"
-_CKPT_FAILED_FIX = (
-    "Save with `algo.save_to_path(path)` to a writable local or shared path, restore with "
-    "`Algorithm.from_checkpoint(path)`, act with `algo.get_module().forward_inference({'obs': "
-    "...})`; a restore that fails on this Ray version needs a checkpoint written by it.")
 _CKPT_UNTRAINED = ("the restored policy does not act like the trained one: mean return {mean:.1f} "
                    "over {episodes} episodes, below {floor:g} although training reached {target:g}")
-_CKPT_UNTRAINED_FIX = (
-    "The checkpoint restores without the trained weights: check that the restore reads the "
-    "learner's RLModule state (learner_group/learner/rl_module) and not a freshly initialised "
-    "module.")
 
 
 def _run_outcome(smoke: dict):
@@ -254,18 +304,20 @@ def _checkpoint_round_trip(smoke: dict, params: dict):
     subject = SUBJECT + "/checkpoint"
     if ckpt.get("status") == "failed":
         yield fail(subject, _CKPT_FAILED.format(step=ckpt.get("step"), error=ckpt.get("error")),
-                   {"checkpoint": ckpt}, _CKPT_FAILED_FIX)
+                   {"checkpoint": ckpt},
+                   SMOKE_FIXES["the checkpoint round trip failed"].format())
     elif ckpt.get("status") == "ok" and smoke.get("outcome") == "reached" \
             and ckpt.get("mean_return") is not None:
         floor = params["restored_min_fraction"] * smoke.get("target_return", 0)
         if ckpt["mean_return"] < floor:
             yield fail(subject, _CKPT_UNTRAINED.format(
                 mean=ckpt["mean_return"], episodes=len(ckpt.get("returns") or []), floor=floor,
-                target=smoke.get("target_return")), {"checkpoint": ckpt}, _CKPT_UNTRAINED_FIX)
+                target=smoke.get("target_return")), {"checkpoint": ckpt},
+                SMOKE_FIXES["the restored policy does not act like the trained one"].format())
 
 
 @check("RLD604", "poor-scaling", area="training", requires=("scaling",),
-       params={"min_gain": 0.1, "min_efficiency": 0.5})
+       params={"min_gain": 0.1, "min_efficiency": 0.5}, fixes=SCALING_FIXES)
 def poor_scaling(snap, params):
     """More env runners do not bring more throughput.
 
@@ -278,11 +330,6 @@ def poor_scaling(snap, params):
         learner's update and the driver's bookkeeping dominate each iteration, and each
         extra runner adds scheduling, weight broadcast and network cost; or the runners
         share CPUs (several per node, fractional CPUs) so they do not run in parallel.
-
-    Fix:
-        Use the recommended count from the sweep (most env steps per second per CPU).
-        For light envs, prefer more envs per runner (`num_envs_per_env_runner`) over more
-        runners; add runners when the env step itself is the cost.
 
     Advice:
         A common remark says "for a light env like CartPole, fewer workers can be faster".
@@ -298,9 +345,8 @@ def poor_scaling(snap, params):
              for r in runs]
     recommended = scaling.get("recommended")
     evidence = {"table": table, "recommended": recommended, "fastest": scaling.get("fastest")}
-    fix = (f"Use {recommended} env runner(s): the most env steps per second per CPU in this "
-           "sweep. For a light env, add envs per runner (num_envs_per_env_runner) before "
-           "adding runners." if recommended else "Rerun the sweep when the cluster is idle.")
+    fix = (SCALING_FIXES["the sweep found the best count"].format(recommended=recommended)
+           if recommended else SCALING_FIXES["the sweep found no best count"].format())
     for r in failed:
         yield warn("run:scaling", f"the sweep's run with {r.get('env_runners')} env runner(s) "
                    f"failed: {r.get('error')}", {"run": r}, fix)
@@ -372,10 +418,7 @@ def _stall(run: dict, params: dict):
                                       "num_epochs", "num_env_runners", "entropy_coeff")}}
     if missed:
         evidence["target_return"] = run["target_return"]
-    fix = ("Look at the learner's numbers in the results (policy_loss, mean_kl_loss, entropy, "
-           "default_optimizer_learning_rate): a KL of zero means the weights do not move. Check "
-           "the learning rate and the loss, rewards the policy can influence, and RLD602 for env "
-           "runners acting with old weights.")
+    fix = STALL_FIXES["the return does not improve"].format()
     start = f"about {judged['first']:.1f} at the start"
     last = (f"{judged['recent_mean']:.1f} on average over the last {p} iterations "
             f"(to iteration {last_it:g})")
@@ -383,20 +426,15 @@ def _stall(run: dict, params: dict):
     target = f"; target {run['target_return']:g} missed" if missed else ""
     if frozen:  # weights that do not move cannot learn, whatever the curve's noise says
         evidence["weights_frozen"] = frozen
-        lr0 = ("The learning rate is 0, so the weights never change. " if frozen.get("lr") == 0
-               else "")
+        cases = (["the learning rate is 0"] if frozen.get("lr") == 0 else []) + ["the weights do not move"]
         yield fail(_runs.subject(run), f"the weights do not move ({frozen['why']}), so the run "
                    f"cannot learn: the return was {start} and {last} ({noise}){target}", evidence,
-                   lr0 + "Set a positive learning rate (PPO on CartPole learns with lr 1e-3 to "
-                   "3e-4) and check that the loss reaches the optimizer: with lr > 0 and a KL of "
-                   "zero, look for a frozen module or a grad_clip of 0.")
+                   _joined(*(STALL_FIXES[c].format() for c in cases)))
     elif judged["verdict"] == "falling":
         yield warn(_runs.subject(run), f"the return is falling: {last}, down from "
                    f"{judged['best_level']:.1f} at its best (iteration {best_it:g}; {noise})"
                    f"{target}", evidence,
-                   "A falling return after learning is often a policy that collapsed: a learning "
-                   "rate too large for the batch (lower lr or raise train_batch_size_per_learner), "
-                   "entropy gone to zero (entropy_coeff), or a change in the env. " + fix)
+                   _joined(STALL_FIXES["the return falls after it learned"].format(), fix))
     elif not judged["learned"]:
         yield (fail if missed else warn)(
             _runs.subject(run), f"the return never improved: {start}, {last}, after "
@@ -408,9 +446,7 @@ def _stall(run: dict, params: dict):
             f"iteration {since_it:g} and has been flat since: {judged['flat_iterations']} "
             f"iterations without a gain above {judged['bar']:.1f}, {last} ({noise}){target}"
             + ("" if missed else "; converged, or stuck on a plateau"), evidence,
-            fix if missed else "If the return is below what the env allows, try a lower learning "
-            "rate, larger batches or more exploration (entropy_coeff); if it is the env's best, "
-            "stop the run and keep the checkpoint.")
+            fix if missed else STALL_FIXES["the return is flat after it learned (no target missed)"].format())
 
 
 def _run_stale_weights(run: dict, params: dict):
@@ -420,9 +456,7 @@ def _run_stale_weights(run: dict, params: dict):
     window = params["growth_window"]
     evidence = {**_runs.read_note(run), "normal_lag": params["normal_lag"],
                 "lag_by_iteration": [[it, round(g, 2)] for it, g in gaps[-12:]]}
-    fix = ("Check the nodes of the env runners (network RLD201/RLD202, object store RLD301, "
-           "restarts RLD401) and that nothing disables weight sync; RLlib syncs after each "
-           "update on the new API stack.")
+    fix = STALE_FIXES["a run's env runners are behind the learner"].format()
     if _runs.lag_growing(gaps, params):
         yield warn(_runs.subject(run), f"env runners act with stale weights: {gaps[-1][1]:.1f} "
                    f"learner updates behind at iteration {gaps[-1][0]:g} (normal is about "
@@ -440,12 +474,10 @@ def _runners_report_nan(run: dict, nan_runner: list, params: dict, evidence: dic
         yield warn(_runs.subject(run), f"env runners report no weights_seq_no (NaN) in the last "
                    f"{len(recent)} iterations ({recent[0]:g}-{recent[-1]:g}) while the learner's "
                    "grows: no runner finished a sample with known weights", evidence,
-                   "The env runners sample nothing they can report: look for hung or restarting "
-                   "runners (`rldoctor check` on the cluster: RLD605, RLD606, RLD401) and for "
-                   "episodes that never end within sample_timeout_s. " + fix)
+                   _joined(STALE_FIXES["the env runners report no weights_seq_no"].format(), fix))
 
 
-@check("RLD607", "nan-metrics", area="training", requires=("smoke|runs",))
+@check("RLD607", "nan-metrics", area="training", requires=("smoke|runs",), fixes=NAN_FIXES)
 def nan_metrics(snap, params):
     """NaN or infinite losses, returns or gradients in a training's results.
 
@@ -462,12 +494,6 @@ def nan_metrics(snap, params):
         are NaN. Counts such as `num_trainable_parameters` are NaN in healthy runs too and
         are not judged. A smoke run's iterations (`rldoctor smoke-train`) are read and
         judged like a results file's.
-
-    Fix:
-        When the return is NaN with episodes finishing, check the env's rewards and
-        observations (`np.isfinite` in `step`, or wrap the env in a checker); when only the
-        losses are, lower the learning rate and set `grad_clip`. Restart from the last
-        checkpoint before the first NaN iteration (named in the evidence).
     """
     runs = list(snap.get("runs") or []) + ([snap["smoke"]] if snap.has("smoke") else [])
     for run in runs:
@@ -496,12 +522,9 @@ def nan_metrics(snap, params):
                     "iterations_judged": len(points),
                     "settings": {k: v for k, v in (run.get("settings") or {}).items()
                                  if k in ("lr", "grad_clip", "train_batch_size_per_learner")}}
-        fix = ("Check the env: assert np.isfinite(reward) and np.isfinite(obs).all() in step() "
-               "(a NaN reward makes every return and value loss NaN). " if rewards else
-               "Lower the learning rate and set `config.training(grad_clip=...)` (e.g. 0.5 to "
-               "40); check the loss terms for values that explode. ")
-        restart = (f"Resume from a checkpoint written before iteration {first:g}." if first and
-                   first > 1 else "The run was broken from its first iteration: fix the cause "
-                   "and start it again.")
+        fix = NAN_FIXES["episodes end with a NaN return" if rewards else "only the losses are NaN"]
+        restart = NAN_FIXES["a checkpoint before the first NaN exists" if first and first > 1
+                            else "the first iteration is NaN already"]
         yield fail(_runs.subject(run), f"non-finite values in the results from iteration "
-                   f"{first:g}: {shown}; {cause}", evidence, fix + restart)
+                   f"{first:g}: {shown}; {cause}", evidence,
+                   _joined(fix.format(), restart.format(first=first)))

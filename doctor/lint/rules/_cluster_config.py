@@ -16,6 +16,7 @@ import difflib
 import re
 import shlex
 
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
 
 LEGACY = ("head_node", "worker_nodes")
@@ -145,13 +146,13 @@ def _ray_pins(data: dict, ray_version: str) -> list[Problem]:
                 f"this machine runs Ray {ray_version}: the cluster runs another Ray than the client "
                 "that launches it, and a driver started from here fails with \"RuntimeError: "
                 f"Version mismatch: The cluster was started with: Ray: {pinned}\" (RLD102)",
-                f"pin the Ray the client runs: `{fixed}` (quote the requirement: shells such as zsh "
-                "expand the brackets)", fixed, {"pinned": pinned, "client_ray": ray_version}))
+                FIXES["setup_commands pin another Ray than the client's"].format(fixed=fixed), fixed, {"pinned": pinned, "client_ray": ray_version}))
         for match in _RAY_WHEEL.finditer(cmd):
             if match.group(1) != ray_version:
                 out.append(Problem("fail", pointer, f"installs a Ray {match.group(1)} wheel, while this "
                                    f"client and the driver run Ray {ray_version}",
-                                   f"install Ray {ray_version} on the nodes", "",
+                                   FIXES["setup_commands install another Ray's wheel"].format(
+                                       ray_version=ray_version), "",
                                    {"pinned": match.group(1), "client_ray": ray_version}))
     docker = data.get("docker") if isinstance(data.get("docker"), dict) else {}
     out += _unpinned_installs(data, docker, ray_version)
@@ -164,12 +165,13 @@ def _ray_pins(data: dict, ray_version: str) -> list[Problem]:
         if tag in ("latest", "nightly"):
             out.append(Problem("warn", f"/docker/{key}", f"`{image}` floats: the nodes run whatever "
                                f"Ray that tag points to when they start, not necessarily {ray_version}",
-                               f"pin the image: `rayproject/ray:{ray_version}`",
+                               FIXES["the image's tag floats"].format(ray_version=ray_version),
                                f"rayproject/ray:{ray_version}", {"image": image}))
         elif not tag.startswith(ray_version):
             out.append(Problem("fail", f"/docker/{key}", f"`{image}` runs Ray {tag} on every node, "
                                f"while this client and the driver run Ray {ray_version}",
-                               f"use `rayproject/ray:{ray_version}`", f"rayproject/ray:{ray_version}",
+                               FIXES["the image runs another Ray than the client's"].format(ray_version=ray_version),
+                               f"rayproject/ray:{ray_version}",
                                {"image": image, "client_ray": ray_version}))
     return out
 
@@ -201,7 +203,7 @@ def _unpinned_installs(data: dict, docker: dict, ray_version: str) -> list[Probl
                     f"`pip install {word}` names no Ray version: every node installs whatever Ray is "
                     f"newest when it starts, not necessarily the {ray_version} this client runs, and a "
                     "driver started from here then fails with \"Version mismatch\" (RLD102)",
-                    f"pin the Ray the client runs: `{fixed}`", fixed,
+                    FIXES["`pip install` names no Ray version"].format(fixed=fixed), fixed,
                     {"requirement": word, "client_ray": ray_version}))
     return out
 
@@ -225,30 +227,31 @@ def _workers(data: dict, verdict: dict) -> list[Problem]:
                                    f"max_workers is {max_workers} but provider.worker_ips lists {n} "
                                    f"machine(s): an on-premise cluster only uses the listed machines, "
                                    f"so at most {n} worker(s) ever join" + ray_says("greater than"),
-                                   f"`max_workers: {n}`, or list {max_workers - n} more machine(s) "
-                                   "in provider.worker_ips", f"max_workers: {n}"))
+                                   FIXES["max_workers is above the machines listed on premise"].format(
+                                       n=n, more=max_workers - n), f"max_workers: {n}"))
             elif isinstance(max_workers, int) and max_workers < n:
                 out.append(Problem("warn", "/max_workers",
                                    f"max_workers is {max_workers} but provider.worker_ips lists {n} "
                                    f"machines: only {max_workers} of them join" + ray_says("less than"),
-                                   f"`max_workers: {n}`, or remove the machines you do not want",
+                                   FIXES["max_workers is below the machines listed on premise"].format(n=n),
                                    f"max_workers: {n}"))
             min_workers = data.get("min_workers")
             if isinstance(min_workers, int) and min_workers > n:
                 out.append(Problem("warn", "/min_workers",
                                    f"min_workers is {min_workers} but only {n} machine(s) are listed",
-                                   f"`min_workers: {n}`", f"min_workers: {n}"))
+                                   FIXES["min_workers is above the machines listed on premise"].format(n=n),
+                                   f"min_workers: {n}"))
             head = provider.get("head_ip")
             if head and head in ips:
                 out.append(Problem("fail", "/provider/worker_ips",
                                    f"the head {head} is also listed in worker_ips: the launcher would "
                                    "start a second raylet on the head machine",
-                                   "remove the head's address from worker_ips"))
+                                   FIXES["the head is listed in worker_ips"].format()))
             duplicates = sorted({ip for ip in ips if ips.count(ip) > 1})
             if duplicates:
                 out.append(Problem("warn", "/provider/worker_ips",
                                    f"{', '.join(map(str, duplicates))} listed more than once",
-                                   "list each machine once"))
+                                   FIXES["a machine is listed twice"].format()))
     types = data.get("available_node_types")
     if isinstance(types, dict):
         total_min = 0
@@ -262,7 +265,7 @@ def _workers(data: dict, verdict: dict) -> list[Problem]:
                 out.append(Problem("fail", f"/available_node_types/{name}/min_workers",
                                    f"node type {name}: min_workers {low} is above its max_workers {high}; "
                                    "the autoscaler can never satisfy both",
-                                   f"`min_workers: {high}` (or raise max_workers)"))
+                                   FIXES["a node type's min_workers is above its max_workers"].format(high=high)))
         top = data.get("max_workers")
         already = any("sum of `min_workers`" in e.get("message", "") for e in verdict.get("errors") or [])
         if isinstance(top, int) and total_min > top and not already:
@@ -270,7 +273,8 @@ def _workers(data: dict, verdict: dict) -> list[Problem]:
                                f"the node types' min_workers add up to {total_min}, above max_workers "
                                f"{top}: Ray refuses it (\"The specified global `max_workers` is smaller "
                                "than the sum of `min_workers` of all the available node types.\")",
-                               f"`max_workers: {total_min}` or lower the min_workers",
+                               FIXES["the node types' min_workers add up to more than max_workers"].format(
+                                   total_min=total_min),
                                f"max_workers: {total_min}"))
     return out
 
@@ -305,7 +309,7 @@ def _ppo_fit(data: dict, rllib: bool) -> list[Problem]:
                                f"node type {name} offers CPU: {cpu} and no GPU: no PPO actor fits on it "
                                "(the algorithm, every env runner and every learner ask for 1 CPU by "
                                "default; a GPU learner asks for a GPU)",
-                               "give it at least 1 CPU, or drop the node type"))
+                               FIXES["no PPO actor fits on a node type"].format()))
     return out
 
 
@@ -317,7 +321,8 @@ def _unexpected(doc: dict, error: dict) -> list[Problem]:
         pointer = f"{error['pointer']}/{key}"
         allowed = error.get("allowed") or []
         near = difflib.get_close_matches(key, allowed, n=1, cutoff=0.7)
-        fix = f"did you mean `{near[0]}`?" if near else "delete it: Ray's schema has no such key here"
+        fix = (FIXES["a key is not in Ray's schema but close to one that is"].format(near=near[0]) if near
+               else FIXES["a key is not in Ray's schema"].format())
         out.append(Problem("fail", pointer, f"`{key}` is not a cluster config key, so `ray up` stops with "
                            f"\"{error['message']}\"", fix, near[0] if near else "",
                            {"ray_error": error["message"]}))
@@ -339,7 +344,7 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
                                f"empty legacy `{key}` section: Ray 2.x drops it with a warning"
                                + (f" (\"{dropped[0]}\")" if dropped else "")
                                + " and starts the nodes from `provider` (on premise: head_ip and worker_ips)",
-                               f"delete the `{key}:` line", "", {"ray_warnings": dropped}))
+                               FIXES["a legacy section is empty"].format(key=key), "", {"ray_warnings": dropped}))
     if legacy_here:
         said = [e["message"] for e in errors if any(k in e["message"] for k in LEGACY)]
         schema = [e["message"] for e in verdict.get("schema_errors") or []
@@ -349,12 +354,12 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
         out.append(Problem("fail", f"/{legacy_here[0]}",
                            f"legacy {' and '.join(legacy_here)} section(s): `ray up` rejects this file "
                            f"(\"{words}\")",
-                           "write it the Ray 2.x way:\n" + replacement, replacement,
+                           FIXES["the file has legacy (Ray 1.x) sections"].format(replacement=replacement), replacement,
                            {"ray_errors": said, "schema_errors": schema}))
         for key in legacy_here[1:]:  # each legacy section is reported on its own line
             out.append(Problem("fail", f"/{key}",
                                f"`{key}` is a Ray 1.x section: `ray up` rejects it like `{legacy_here[0]}`",
-                               f"replace it together with `{legacy_here[0]}` (see the finding there)",
+                               FIXES["a second legacy section is there"].format(first=legacy_here[0]),
                                "", {"ray_errors": said, "schema_errors": schema}))
     for error in errors:
         if any(k in error["message"] for k in LEGACY) and not error.get("unexpected"):
@@ -366,16 +371,15 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
             provider = data.get("provider") if isinstance(data.get("provider"), dict) else {}
             ips = provider.get("worker_ips")
             if provider.get("type") == "local" and isinstance(ips, list) and "min_workers" not in data:
-                fix = (f"on premise, min_workers defaults to the number of worker_ips ({len(ips)}): set "
-                       f"`min_workers: {min(len(ips), data.get('max_workers', len(ips)))}` as well, or "
-                       f"`max_workers: {len(ips)}`")
+                fix = FIXES["Ray refuses max_workers under the min_workers, on premise with no min_workers"].format(
+                    ips=len(ips), low=min(len(ips), data.get('max_workers', len(ips))))
             else:
-                fix = "raise max_workers to at least the sum of the node types' min_workers"
+                fix = FIXES["Ray refuses max_workers under the min_workers"].format()
             out.append(Problem("fail", "/max_workers", f"`ray up` stops: \"{error['message']}\"", fix))
             continue
         out.append(Problem("fail", error.get("pointer") or "",
                            f"`ray up` stops: \"{error['message']}\"",
-                           "fix the value Ray names; `ray up --no-config-cache` re-checks it",
+                           FIXES["Ray's validator rejects a value"].format(),
                            evidence={"stage": error.get("stage")}))
     out += _ray_pins(data, ray_version)
     out += _workers(data, verdict)
@@ -393,5 +397,5 @@ def cluster_problems(doc: dict, ray_version: str, rllib: bool | None = None) -> 
         out.append(Problem("warn", dup["pointer"],
                            f"`{dup['pointer'].rsplit('/', 1)[-1]}` appears twice in one mapping (first on "
                            f"line {dup['first_line']}); `ray up` silently keeps this later value",
-                           "keep one of them", evidence={"line": dup["line"], "column": dup["column"]}))
+                           FIXES["a key is written twice in one mapping"].format(), evidence={"line": dup["line"], "column": dup["column"]}))
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from rldoctor.lint.rules._cluster_config import about_rllib, cluster_problems
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
 from rldoctor.lint.rules._ray_start import params_problems
 from rldoctor.shape import kind_of
@@ -63,8 +64,8 @@ def _not_mappings(data: dict, base: str) -> list[Problem]:
             wrong.append((f"{base}/workerGroupSpecs/{i}", f"workerGroupSpecs[{i}]", group,
                           "a mapping"))
     return [Problem("fail", pointer, f"{name} is {kind_of(value)}, not {kind}: KubeRay's CRD "
-                    "rejects this manifest", f"write {name} as {kind} (see KubeRay's RayCluster "
-                    "reference)", "", {"found": kind_of(value)})
+                    "rejects this manifest", FIXES["a KubeRay field is of the wrong kind"].format(name=name, kind=kind),
+                    "", {"found": kind_of(value)})
             for pointer, name, value, kind in wrong]
 
 
@@ -91,7 +92,7 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
     if facts.get("error"):
         return [Problem("fail", base, f"KubeRay's autoscaler cannot read this {data.get('kind')}: Ray's "
                         f"own derivation of the autoscaling config from it fails ({facts['error']})",
-                        "fix the cluster spec so the autoscaler sidecar can start", "",
+                        FIXES["Ray cannot derive the autoscaling config from a KubeRay manifest"].format(), "",
                         {"ray_error": facts["error"]})]
     out: list[Problem] = []
     groups = _groups(data, base)
@@ -133,15 +134,16 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
                     out.append(Problem("warn", f"{where}/{param}",
                                        f"{name}: rayStartParams {param}={params.get(param)!s} but the Ray "
                                        "container requests no nvidia.com/gpu: " + harm,
-                                       f"add `nvidia.com/gpu: {int(asked)}` to the container's limits, or drop {param}",
+                                       FIXES["rayStartParams ask for GPUs the Ray container does not request"].format(
+                                           count=int(asked), param=param),
                                        "", {"group": name, "param": param, "limit": None}))
                 continue
             out.append(Problem("warn", f"{where}/{param}",
                                f"{name}: rayStartParams {param}={params.get(param)!s} is more than the Ray "
                                f"container's limit ({limits.get(limit_key)}): Ray advertises {asked:g} "
                                f"{what} the pod does not have; {harm}",
-                               f"make them agree: {param}: \"{limits.get(limit_key)}\" (or drop {param}: "
-                               "KubeRay then takes the container's limit)", "",
+                               FIXES["rayStartParams ask for more than the Ray container's limit"].format(
+                                   param=param, limit=limits.get(limit_key)), "",
                                {"group": name, "param": param, "asked": asked, "limit": limit}))
     head_name, head_pointer, head = groups[0]
     head_params = head.get("rayStartParams") or {}
@@ -157,8 +159,7 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
                            f"the head offers {head_cpus:g} CPU(s) to trainings ({said}): env runners, "
                            "learners and the RLlib algorithm land on the head beside the GCS and the "
                            "dashboard, which then answer slowly or are OOM-killed with the training "
-                           "(RLD104)", "rayStartParams: {num-cpus: \"0\"} on the head group, and "
-                           "worker groups for the training", "",
+                           "(RLD104)", FIXES["the KubeRay head offers CPUs to trainings"].format(), "",
                            {"head_cpus": head_cpus}))
     if spec.get("enableInTreeAutoscaling") and "idleTimeoutSeconds" not in (spec.get("autoscalerOptions") or {}):
         out.append(Problem("info", f"{base}/enableInTreeAutoscaling",
@@ -166,6 +167,5 @@ def kuberay_problems(doc: dict, ray_version: str) -> list[Problem]:
                            f"worker pods are removed after {KUBERAY_IDLE_DEFAULT_S} s (what Ray derives: "
                            "idle_timeout_minutes 1.0), shorter than many trainings' evaluation or "
                            "checkpoint pauses, so their env runners' pods come and go (RLD109)",
-                           "autoscalerOptions: {idleTimeoutSeconds: 600} (longer than the training's "
-                           "longest pause)", "", {"idle_timeout_s": KUBERAY_IDLE_DEFAULT_S}))
+                           FIXES["the KubeRay autoscaler has no idle timeout"].format(), "", {"idle_timeout_s": KUBERAY_IDLE_DEFAULT_S}))
     return out

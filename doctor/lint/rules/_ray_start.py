@@ -12,6 +12,7 @@ import difflib
 import re
 import shlex
 
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._problem import Problem
 
 _SHELL_VALUE = re.compile(r"[$`{}]")  # a value the shell fills in: not ours to judge
@@ -53,11 +54,16 @@ def _int_hint(value: str) -> str:
     return f"{int(float(match.group(1)) * units[match.group(2).lower()])} (bytes)"
 
 
-def _unknown(flag: str, known: dict) -> str:
+def _unknown(flag: str, known: dict, dashes: str = "--") -> str:
+    """The fix of an option `ray start` does not have, its options written with `dashes`
+    (`--port` on a command line, `port` as a rayStartParams key)."""
     near = difflib.get_close_matches(flag, list(known), n=1, cutoff=0.75)
     if flag in ("--redis-port", "--redis-address", "--redis-shard-ports"):
-        return "drop it: Ray 2.x has no Redis of its own; the head's GCS port is `--port` (default 6379)"
-    return f"did you mean `{near[0]}`?" if near else "drop it: `ray start --help` lists the options"
+        return FIXES["a `ray start` option is a Redis one (gone in Ray 2.x)"].format(dashes=dashes)
+    if near:
+        shown = near[0] if dashes == "--" or not near[0].startswith("--") else near[0][2:]
+        return FIXES["a `ray start` option does not exist but is close to one that does"].format(near=shown)
+    return FIXES["a `ray start` option does not exist"].format()
 
 
 def command_problems(pointer: str, command: str) -> list[Problem]:
@@ -97,7 +103,9 @@ def command_problems(pointer: str, command: str) -> list[Problem]:
                 i += 1
             error = _value_error(option, value)
             if error:
-                hint = f"`{flag}={_int_hint(value)}`" if option["type"] == "int" else f"a value `{flag}` takes"
+                hint = (FIXES["a whole-number `ray start` option is given another value"].format(
+                    flag=flag, value=_int_hint(value)) if option["type"] == "int" else
+                    FIXES["a `ray start` option is given a value it does not take"].format(flag=flag))
                 out.append(Problem("fail", pointer, f"`ray start {flag}={value}`: {error}, so `ray start` exits 2 "
                                    f"(\"Invalid value for '{flag}'\") and Ray does not start on the node",
                                    hint, evidence={"flag": flag, "value": value}))
@@ -118,14 +126,15 @@ def params_problems(pointer: str, group: str, params: dict) -> list[Problem]:
             out.append(Problem("fail", where, f"{group}: rayStartParams `{key}` is `ray start {flag}`, which "
                                f"`ray start` does not have: it exits 2 (\"No such option: {flag}\") and every "
                                "pod of the group fails to start",
-                               _unknown(flag, known).replace("`--", "`"), evidence={"flag": flag}))
+                               _unknown(flag, known, dashes=""), evidence={"flag": flag}))
             continue
         if option["flag"] or value is None:
             continue
         error = _value_error(option, str(value))
         if error:
-            hint = f"{key}: \"{_int_hint(str(value)).split(' ')[0]}\"" if option["type"] == "int" else \
-                f"a value `{flag}` takes"
+            hint = (FIXES["a whole-number rayStartParam is given another value"].format(
+                key=key, value=_int_hint(str(value)).split(' ')[0]) if option["type"] == "int" else
+                FIXES["a `ray start` option is given a value it does not take"].format(flag=flag))
             out.append(Problem("fail", where, f"{group}: rayStartParams {key}: {value!r}: {error} for "
                                f"`ray start {flag}`, so it exits 2 and every pod of the group fails to start",
                                hint, evidence={"flag": flag, "value": str(value)}))

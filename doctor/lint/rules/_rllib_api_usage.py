@@ -376,12 +376,10 @@ class FileUsages:
             return
         self._emitted.add(marker)
         message = f"{usage} {says if says is not None else self._says(row)}"
-        fix = replacement
-        if row.fix and row.fix not in fix:
-            fix = f"{replacement}; {row.fix}" if replacement else row.fix
         self.out.append(Usage(row, span, message, replacement or row.fix, severity or row.severity,
                               edits or [], {"row": row.id, "behaviour": row.behaviour,
-                                            "old": row.old, "new": row.new, **evidence, "fix": fix}))
+                                            "old": row.old, "new": row.new, **evidence,
+                                            "fix": (replacement, row.fix)}))  # RLD801's fix_of
 
     # -- shapes -------------------------------------------------------------------------------------
     def _rebuilt_call(self, call: dict, method: str) -> str:

@@ -11,11 +11,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-# Settings people copy that Ray never had, and what does the job instead.
-HINTS = {
-    "compress_communication": "Ray has no wire compression switch; RLlib can compress sampled "
-                              "observations itself: `.env_runners(compress_observations=True)`",
-}
 _SYSTEM_CONFIG_FLAG = re.compile(r"""--system-config[= ]\s*(['"])(\{.*?\})\1""")
 _ENV_ASSIGN = re.compile(r"(?<![A-Za-z0-9_$])(RAY_[A-Za-z0-9_]*[A-Za-z0-9])=")
 _INIT = ("ray.init",)

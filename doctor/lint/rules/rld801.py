@@ -17,6 +17,29 @@ from rldoctor.registry import check
 # The rules' helpers (the table of names, the matchers) are imported when a rule runs, so
 # that `rldoctor check`, `list` and `explain`, which load every check, pay nothing for them.
 
+# The fixes of RLD801's findings, by case (rldoctor.engine.registry). Each rule (a row of the
+# table, rldoctor.lint.rules.table) carries its own fix as data (`Row.fix`, what `rldoctor
+# explain RLD801/ID` prints), and each finding writes out the replacement for the line it is
+# on; a finding's fix is one of these, or both.
+FIXES = {
+    "the finding writes out the replacement for its line": "{replacement}",
+    "the rule's fix says more than that replacement": "{replacement}; {rule_fix}",
+    "no replacement is written out for the line": "{rule_fix}",
+}
+
+
+def fix_of(replacement: str, rule_fix: str) -> str:
+    """A Python usage's fix: its replacement, with its rule's own fix after it unless the
+    replacement already says it."""
+    if not replacement and not rule_fix:
+        return ""  # nothing to say: no fix
+    if not rule_fix or rule_fix in replacement:
+        return FIXES["the finding writes out the replacement for its line"].format(replacement=replacement)
+    if not replacement:
+        return FIXES["no replacement is written out for the line"].format(rule_fix=rule_fix)
+    return FIXES["the rule's fix says more than that replacement"].format(replacement=replacement,
+                                                                        rule_fix=rule_fix)
+
 
 def _rules():
     from rldoctor.lint.rules.table import rules
@@ -24,7 +47,7 @@ def _rules():
     return rules()
 
 
-@check("RLD801", "deprecated-rllib-api", area="code", requires=("lint",), rules=_rules)
+@check("RLD801", "deprecated-rllib-api", area="code", requires=("lint",), rules=_rules, fixes=FIXES)
 def deprecated_rllib_api(snap, params):
     """Training code that uses RLlib or Tune names the pinned Ray removed, renamed or ignores.
 
@@ -45,9 +68,9 @@ def deprecated_rllib_api(snap, params):
         classes. Many old names still parse: keyword arguments kept for deprecation warn or
         raise, but dict configs and attributes accept any key and silently ignore it.
 
-    Fix:
-        Use the replacement each finding writes out for that very line (shown in brackets
-        after the message). Renames that keep their meaning are applied by `rldoctor lint
+        Each finding's fix is the replacement it writes out for that very line (shown in
+        brackets after the message), with the fix of its rule (`rldoctor explain RLD801/ID`).
+        Renames that keep their meaning are applied by `rldoctor lint
         --fix` (`--diff` shows them first); anything that needs judgement is reported,
         never rewritten. Severity follows harm: silently ignored or never-firing is `fail`,
         raises is `fail`, still works but deprecated is `warn`. A dict config is reported
@@ -80,7 +103,7 @@ def deprecated_rllib_api(snap, params):
             line, col = usage.span[0], usage.span[1]
             evidence = {**usage.evidence, "replacement": usage.replacement, "edits": usage.edits,
                         "ray_version": version}
-            fix = evidence.pop("fix")
+            fix = fix_of(*evidence.pop("fix"))
             found.append(finding(record, usage.severity, line, col, usage.message, fix, evidence))
     for record in lint_files(snap, ("yaml",)):
         for doc, row, key in experiment_usages(record):
@@ -91,8 +114,10 @@ def deprecated_rllib_api(snap, params):
                 message = f"`{row.old}` in an experiment's config {row.says or row.behaviour}"
                 replacement = f"{row.new}: ..." if row.new else row.fix
             severity = "warn" if row.inert and key.get("value") in row.inert else row.severity
-            found.append(finding(record, severity, key["line"], max(key["column"] - 1, 0), message,
-                                 replacement + (f"; {row.fix}" if row.fix and row.fix != replacement else ""),
+            fix = (FIXES["the rule's fix says more than that replacement"].format(
+                replacement=replacement, rule_fix=row.fix) if row.fix and row.fix != replacement else
+                FIXES["the finding writes out the replacement for its line"].format(replacement=replacement))
+            found.append(finding(record, severity, key["line"], max(key["column"] - 1, 0), message, fix,
                                  {"row": row.id, "behaviour": row.behaviour, "old": row.old,
                                   "new": row.new, "replacement": replacement, "edits": [],
                                   "ray_version": version}))

@@ -5,11 +5,12 @@ as written. A check of the `code` area (rldoctor lint), reading the `yaml` recor
 
 from __future__ import annotations
 
+from rldoctor.lint.rules._cluster_fixes import FIXES
 from rldoctor.lint.rules._lint_files import finding, lint_files, ray_version, sort_key
 from rldoctor.registry import check
 
 
-@check("RLD802", "invalid-cluster-config", area="code", requires=("lint",))
+@check("RLD802", "invalid-cluster-config", area="code", requires=("lint",), fixes=FIXES)
 def invalid_cluster_config(snap, params):
     """Cluster launcher YAML that Ray's own schema and validator reject, or that cannot work as written.
 
@@ -27,12 +28,9 @@ def invalid_cluster_config(snap, params):
         there is the Ray the whole cluster runs, whatever the client has. On-premise clusters
         can only use the machines listed, whatever `max_workers` says.
 
-    Fix:
-        Validate with the installed Ray before `ray up`: this check runs Ray's own
+        This check validates with the installed Ray before `ray up`: it runs Ray's own
         `prepare_config` and `validate_config` on the file, offline, and writes out the 2.x
-        form of legacy sections for this file. Pin the Ray the client runs in
-        `setup_commands` (quoted: `pip install -U "ray[rllib]==2.60.0"`), and keep
-        `max_workers` equal to the number of `worker_ips` on premise.
+        form of legacy sections for this file.
     """
     from rldoctor.lint.rules._cluster_config import cluster_problems, where
     from rldoctor.lint.rules._kuberay import kuberay_problems

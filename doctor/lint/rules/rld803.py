@@ -8,6 +8,23 @@ from rldoctor.lint.rules._lint_files import finding, lint_files, sort_key
 from rldoctor.registry import check
 
 
+# The fixes of RLD803's findings, by case (rldoctor.engine.registry): an unknown name's fix is
+# one of the first two, then (after "; ") the hint of a name that HINT_CASES names.
+FIXES = {
+    "a name this Ray does not have, close to one it has": "did you mean `{near}`?",
+    "a name this Ray does not have, close to none": "remove it",
+    "the name is compress_communication": (
+        "Ray has no wire compression switch; RLlib can compress sampled observations itself: "
+        "`.env_runners(compress_observations=True)`"),
+    "_system_config is given to a ray.init() that joins a cluster": (
+        "set it where the head starts: `ray start --head --system-config='{settings_json}'` "
+        "(head_start_ray_commands in the cluster YAML), or `{env}` in every node's environment "
+        "before `ray start`"),
+}
+# Settings people copy that Ray never had: the case whose text says what does the job instead.
+HINT_CASES = {"compress_communication": "the name is compress_communication"}
+
+
 class RayNamesUnavailable(Exception):
     """The names the installed Ray knows could not be read; RLD803 reports error."""
 
@@ -22,24 +39,20 @@ def _known(snap) -> dict:
 
 
 def _unknown_message(kind: str, name: str, near: str | None) -> tuple[str, str]:
-    from rldoctor.lint.rules._system_config import HINTS
-
     if kind == "system_config":
         message = (f"`{name}` is not a setting of this Ray: with it in _system_config the GCS and "
                    f"raylet abort at start (\"Received unexpected config parameter {name}\")")
     else:
         message = f"`{name}` is not a setting this Ray reads: it is silently ignored"
-    if near:
-        fix = f"did you mean `{near}`?"
-    else:
-        fix = "remove it"
-    hint = HINTS.get(name.removeprefix("RAY_"))
+    fix = (FIXES["a name this Ray does not have, close to one it has"].format(near=near) if near
+           else FIXES["a name this Ray does not have, close to none"].format())
+    hint = HINT_CASES.get(name.removeprefix("RAY_"))
     if hint:
-        fix = f"{fix}; {hint}"
+        fix = f"{fix}; {FIXES[hint].format()}"
     return message, fix
 
 
-@check("RLD803", "unknown-system-config", area="code", requires=("lint",))
+@check("RLD803", "unknown-system-config", area="code", requires=("lint",), fixes=FIXES)
 def unknown_system_config(snap, params):
     """`_system_config` keys or `RAY_` settings this Ray does not have, with the nearest real name.
 
@@ -53,12 +66,7 @@ def unknown_system_config(snap, params):
     Cause:
         `_system_config` keys are the C++ RayConfig entries compiled into this Ray; any other
         key is fatal, and they change between releases. `RAY_` variables nobody reads are
-        ignored. `_system_config` only applies to a Ray instance the call starts itself.
-
-    Fix:
-        Use a name this Ray has (the finding gives the nearest one), or remove it. Set system
-        config where the cluster starts: `ray start --head --system-config='{"key": value}'`
-        in `head_start_ray_commands`, or `RAY_<key>=value` in every node's environment. The
+        ignored. `_system_config` only applies to a Ray instance the call starts itself. The
         known names are read from the installed Ray's own binaries and sources.
     """
     from rldoctor.lint.rules._system_config import (nearest, python_env_names, python_system_configs,
@@ -101,9 +109,8 @@ def unknown_system_config(snap, params):
             message = (f"`_system_config` is only applied when ray.init() starts a new local Ray; when "
                        f"{when}, it raises ValueError: \"When connecting to an existing cluster, "
                        "_system_config must not be provided.\"")
-            fix = (f"set it where the head starts: `ray start --head --system-config='{settings_json}'` "
-                   f"(head_start_ray_commands in the cluster YAML), or `{env}` in every node's "
-                   "environment before `ray start`")
+            fix = FIXES["_system_config is given to a ray.init() that joins a cluster"].format(
+                settings_json=settings_json, env=env)
             found.append(finding(record, severity, kw["span"][0], kw["span"][1], message, fix,
                                  {"replacement": f"--system-config='{settings_json}'",
                                   "keys": [k["key"] for k in d["keys"]]}))
