@@ -123,15 +123,20 @@ def _fields(template: str) -> list[tuple[str, str | None]]:
 
 
 def render_fixes(fixes: dict[str, str]) -> str:
-    """The documentation's Fix, written from a check's fix table: each case as "When <case>:
-    <text>" (the text alone for one case), a fragment written in where it is used, the values
-    a check fills in as <name>."""
+    """The documentation's Fix, written from a check's fix table: each case that is no other
+    case's fragment, as "When <case>: <text>" (the text alone for one case), a fragment written
+    in where it is used, the values a check fills in as <name>."""
     import textwrap
 
-    cases = fix_cases(fixes)
+    cases = [(case, t) for case, t in fix_cases(fixes) if case not in fragments(fixes)]
     if len(cases) == 1:
         return textwrap.fill(cases[0][1], 88)
     return "\n\n".join(textwrap.fill(f"When {case}: {t}", 88) for case, t in cases)
+
+
+def fragments(fixes: dict[str, str]) -> set[str]:
+    """The cases of a fix table used inside another case."""
+    return {name for t in fixes.values() for _, name in _fields(t) if name in fixes}
 
 
 def fix_cases(fixes: dict[str, str]) -> list[tuple[str, str]]:
