@@ -77,8 +77,10 @@ def error_table() -> str:
         first_fix = whole[0] if whole else doc["Fix"]  # its first case that is no fragment
         if c.rule_table and not re.sub(r"<[^>]*>", "", first_fix).strip(" ;."):
             first_fix = f"Each rule's own: `rldoctor explain {c.code}/RULE` prints it."
+        fix = _first_sentence(first_fix)
+        fix = fix[:1].upper() + fix[1:] + ("" if fix.endswith((".", "!", "?")) else ".")
         rows.append(f"| {c.code} | {c.name} | {_first_sentence(doc['summary'])} | "
-                    f"{_first_sentence(doc['Symptom'])} | {_first_sentence(first_fix)} |")
+                    f"{_first_sentence(doc['Symptom'])} | {fix} |")
     return "\n".join(rows)
 
 
