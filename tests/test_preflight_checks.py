@@ -91,6 +91,9 @@ def test_beyond_the_node_types_max_workers_is_never_placeable():
     snap.data["autoscaler"] = AUTOSCALER
     (f,) = run(capacity.demand_exceeds_capacity, snap)
     assert f.severity.label == "fail" and "the autoscaler cannot add enough" in f.message
+    # the maxima it cannot go past are named: the cluster's and each node type's
+    assert "(max_workers 10; cpu4 at most 2 x {CPU: 4})" in f.message, f.message
+    assert f.evidence["max_workers"] == {"node_types": {"cpu4": 2}, "cluster": 10}
 
 
 def test_a_bundle_no_node_type_fits_is_never_placeable_even_with_an_autoscaler():

@@ -201,8 +201,25 @@ def _never_placeable(demand, bundles, total, scaler, evidence, strategy, node_co
                    NEVER_FIX["strategy"].format(strategy=strategy))
         return
     need, have = _summed(bundles), _summed(total)
+    scaling = scaler and scaler.get("running")
     yield fail("cluster", f"never placeable: {what} asks for {{{show(need)}}} in all; the cluster "
                f"has {{{show(have)}}}"
-               + (" and the autoscaler cannot add enough" if scaler and scaler.get("running") else
+               + (f" and the autoscaler cannot add enough ({_maxima(scaler)})" if scaling else
                   " and no autoscaler adds nodes"),
-               {**evidence, "asks": need, "has": have}, NEVER_FIX["total"])
+               {**evidence, "asks": need, "has": have,
+                **({"max_workers": _max_workers(scaler)} if scaling else {})}, NEVER_FIX["total"])
+
+
+def _max_workers(scaler: dict) -> dict:
+    """Each worker node type's max_workers (None: no max of its own), and the cluster's."""
+    types = {t["name"]: t.get("max_workers") for t in worker_types(scaler)}
+    return {"node_types": types, "cluster": (scaler.get("config") or {}).get("max_workers")}
+
+
+def _maxima(scaler: dict) -> str:
+    """What the autoscaler can ever have: 'max_workers 4; cpu_worker at most 2 x {CPU: 1}'."""
+    parts = [f"{t['name']} at most "
+             f"{t['max_workers'] if t.get('max_workers') is not None else 'unbounded'} x "
+             f"{{{show(shape(t['resources']))}}}" for t in worker_types(scaler)]
+    cluster = (scaler.get("config") or {}).get("max_workers")
+    return "; ".join(([f"max_workers {cluster}"] if cluster is not None else []) + parts)
