@@ -1,7 +1,7 @@
 """The autoscaler on real autoscaling clusters (tests/autoscaling.py): Ray's own autoscaler, v1
 and v2, launching real raylets through Ray's fake multi-node provider, with a provider
 subclass that fails the way clouds do (tests/fake_providers.py). `rldoctor preflight` is tried
-on the v1 cluster too: a config that fits only once the autoscaler adds cpu_workers, and one
+on both clusters too: a config that fits only once the autoscaler adds cpu_workers, and one
 more than it can ever add.
 
 One cluster per autoscaler version, shared by the assertions of this module (scale-up is
@@ -161,7 +161,7 @@ def v1():
 
 @pytest.fixture(scope="module")
 def v2():
-    with Scenario(v2=True) as scenario:
+    with Scenario(v2=True, idle_timeout_minutes=0.5) as scenario:  # as v1's
         yield scenario
 
 
@@ -287,9 +287,13 @@ def test_v1_preflight_names_the_scale_up_a_config_needs_and_the_max_it_cannot_pa
     """RLD901 on Ray's fake multi-node provider: 2 bundles of {CPU: 1} fit only once the
     autoscaler adds cpu_workers (the nodes up have fewer CPUs: the count is taken from those
     the finding saw); 41 CPUs are more than its max_workers ever give."""
-    _cpu_workers_let_go(v1)
+    _assert_preflight_scale_up_and_max(v1)
+
+
+def _assert_preflight_scale_up_and_max(scenario: Scenario) -> None:
+    _cpu_workers_let_go(scenario)
     cpu_max = TYPES["cpu_worker"]["max_workers"]
-    result, report = preflight(v1.cluster, f"{CONFIGS}:fits_after_scale_up")
+    result, report = preflight(scenario.cluster, f"{CONFIGS}:fits_after_scale_up")
     finding = one(report, "RLD901")
     up = sum(1 for shown in finding["evidence"]["nodes"].values() if "CPU: 1" in shown)
     assert up < cpu_max, finding
@@ -300,7 +304,7 @@ def test_v1_preflight_names_the_scale_up_a_config_needs_and_the_max_it_cannot_pa
     assert result.code == 0, result  # a wait, not a failure
     assert [f for f in report["findings"] if f["severity"] == "fail"] == [], report["findings"]
 
-    result, report = preflight(v1.cluster, f"{CONFIGS}:too_many_runners")
+    result, report = preflight(scenario.cluster, f"{CONFIGS}:too_many_runners")
     assert result.code == 1, result
     finding = one(report, "RLD901")
     assert finding["severity"] == "fail" and "never placeable" in finding["message"], finding
@@ -366,3 +370,8 @@ def test_v2_a_node_that_never_joins_is_named(v2):
     assert ghost, {c: f["message"] for c, f in causes.items()}
     assert ghost["subject"] == "node_type:ghost_worker" and "GhostActor" in ghost["message"], ghost
     assert "never joined" in ghost["message"]
+
+
+def test_v2_preflight_names_the_scale_up_a_config_needs_and_the_max_it_cannot_pass(v2):
+    """As on v1, with autoscaler v2 (its count of a type's nodes: those that joined)."""
+    _assert_preflight_scale_up_and_max(v2)
