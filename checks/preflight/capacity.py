@@ -14,6 +14,7 @@ from rldoctor.checks._autoscaling import launched, section as autoscaler, worker
 from rldoctor.checks._resources import fits, missing, show
 from rldoctor.checks.preflight._plan import plan, shape
 from rldoctor.registry import check, fail, warn
+from rldoctor.snapshot import dig
 
 NEVER_FIX = {
     "bundle": ("Ask for less per {role} (`num_cpus_per_env_runner`, `num_gpus_per_learner`, "
@@ -213,7 +214,7 @@ def _never_placeable(demand, bundles, total, scaler, evidence, strategy, node_co
 def _max_workers(scaler: dict) -> dict:
     """Each worker node type's max_workers (None: no max of its own), and the cluster's."""
     types = {t["name"]: t.get("max_workers") for t in worker_types(scaler)}
-    return {"node_types": types, "cluster": (scaler.get("config") or {}).get("max_workers")}
+    return {"node_types": types, "cluster": dig(scaler, "config", "max_workers")}
 
 
 def _maxima(scaler: dict) -> str:
@@ -221,5 +222,5 @@ def _maxima(scaler: dict) -> str:
     parts = [f"{t['name']} at most "
              f"{t['max_workers'] if t.get('max_workers') is not None else 'unbounded'} x "
              f"{{{show(shape(t['resources']))}}}" for t in worker_types(scaler)]
-    cluster = (scaler.get("config") or {}).get("max_workers")
+    cluster = dig(scaler, "config", "max_workers")
     return "; ".join(([f"max_workers {cluster}"] if cluster is not None else []) + parts)
