@@ -58,8 +58,11 @@ def take_snapshot(address: str | None, timeout_s: float, leave: bool = False, ex
 
         jobs.set_window(window_s)
 
+    def refused(gcs_address, budget, refusal):  # the same snapshot through its dashboard
+        return after_refusal(gcs_address, budget, refusal, extras=extras, window_s=window_s)
+
     return collect_snapshot(address, timeout_s=timeout_s, extras=extras, leave=leave,
-                            on_refused=after_refusal)
+                            on_refused=refused)
 
 
 def bundle_gatherer(address: str | None, progress, max_bytes: int):
@@ -75,7 +78,8 @@ def bundle_gatherer(address: str | None, progress, max_bytes: int):
     return Gatherer(progress=progress)
 
 
-def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
+def after_refusal(gcs_address: str, budget, refusal, extras=(),
+                  window_s: float | None = None) -> dict | None:
     """The snapshot of a cluster that Ray would not take this driver into (another Ray or
     Python, or this machine is not one of its nodes: rldoctor.cluster.connect.CannotJoin),
     taken through its dashboard (as `--address http://...` does), or None when no dashboard
@@ -100,7 +104,9 @@ def after_refusal(gcs_address: str, budget, refusal) -> dict | None:
 
     why = refusal.why() if hasattr(refusal, "why") else shorten(refusal, 400)
     try:
-        doc = remote.collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()))
+        # with the extras that can ride in its job (preflight's probes) and --since's window
+        doc = remote.collect_through_dashboard(url, max(10.0, budget.deadline - time.monotonic()),
+                                               extras=extras, window_s=window_s)
     except Undiagnosable as exc:  # the dashboard is there but could not do it: say both
         raise Undiagnosable(f"{why}; rldoctor went through the cluster's dashboard at {url} "
                             f"instead, and there: {exc}") from None

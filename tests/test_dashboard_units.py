@@ -680,3 +680,30 @@ def test_shipped_sources_are_reindented_on_the_same_lines_and_strings_untouched(
         out = shipped_source.shipped(path.read_text())
         assert out.count("\n") == text.count("\n"), module
         assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(text)), module
+
+
+def test_the_gcs_addresss_fallback_carries_preflights_probes_into_the_job(tmp_path, stand_in,
+                                                                          monkeypatch):
+    """A GCS address whose Ray will not take this driver (another release) goes through its
+    dashboard: the job gets what `--address http://...` would give it, preflight's plan and
+    --since's window included (it used to lose both)."""
+    import os
+
+    from rldoctor import acquire
+    from rldoctor.cluster import private
+    from rldoctor.cluster.preflight import Preflight
+    from rldoctor.cluster.session import Budget
+    from rldoctor.errors import Undiagnosable
+
+    server = stand_in(job_status="FAILED")
+    for key in [k for k in os.environ if k.startswith("RAY_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(private, "dashboard_address",
+                        lambda gcs, timeout_s: server.url.removeprefix("http://"))
+    with pytest.raises(Undiagnosable, match="went through the cluster's dashboard"):
+        acquire.after_refusal("127.0.0.1:1", Budget(20), "Ray 2.40.0 there, 2.60.0 here",
+                              extras=(Preflight({"demand": {"bundles": []}}),), window_s=600)
+    [entrypoint] = [json.loads(b)["entrypoint"] for m, p, _, b in server.requests
+                    if m == "POST" and p == "/api/jobs/"]
+    assert " --preflight-plan " in entrypoint and " --since-s 600" in entrypoint, entrypoint

@@ -1,6 +1,8 @@
 """The autoscaler on real autoscaling clusters (tests/autoscaling.py): Ray's own autoscaler, v1
 and v2, launching real raylets through Ray's fake multi-node provider, with a provider
-subclass that fails the way clouds do (tests/fake_providers.py).
+subclass that fails the way clouds do (tests/fake_providers.py). `rldoctor preflight` is tried
+on both clusters too: a config that fits only once the autoscaler adds cpu_workers, and one
+more than it can ever add.
 
 One cluster per autoscaler version, shared by the assertions of this module (scale-up is
 slow on a shared 2-core machine): node type cpu_worker (1 CPU, max 2), quota_worker (0
@@ -22,6 +24,7 @@ from autoscaling import autoscaling_cluster, wait_nodes, worker_type
 from conftest import check_json, run_rldoctor
 from localcluster import LocalCluster, NodeSpec, _pids_of
 from ray_venvs import ray_venv
+from test_e2e_preflight import CONFIGS, one, preflight
 
 pytestmark = pytest.mark.cluster
 
@@ -106,11 +109,12 @@ def _by(result, code: str) -> dict:
 class Scenario:
     """One autoscaling cluster walked through: a healthy scale-up, then blocked demands."""
 
-    def __init__(self, v2: bool, release: str | None = None):
+    def __init__(self, v2: bool, release: str | None = None, idle_timeout_minutes: float = 5.0):
         # release: another Ray's venv (tests/ray_venvs.py), reached through its dashboard
         self.cluster = autoscaling_cluster(TYPES, v2=v2, max_workers=4, provider=PROVIDER,
                                            bin_dir=ray_venv(release) if release else None,
-                                           token_auth=release is None)
+                                           token_auth=release is None,
+                                           idle_timeout_minutes=idle_timeout_minutes)
         self.drivers: list[subprocess.Popen] = []
 
     def __enter__(self):
@@ -149,13 +153,15 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def v1():
-    with Scenario(v2=False) as scenario:
+    # its cpu_workers go 30 s after they idle: the preflight test lets them (the drivers keep
+    # them busy until then; test_v1_preempted_... starts its runners as soon as it stops them)
+    with Scenario(v2=False, idle_timeout_minutes=0.5) as scenario:
         yield scenario
 
 
 @pytest.fixture(scope="module")
 def v2():
-    with Scenario(v2=True) as scenario:
+    with Scenario(v2=True, idle_timeout_minutes=0.5) as scenario:  # as v1's
         yield scenario
 
 
@@ -258,6 +264,56 @@ def test_v1_preempted_node_under_env_runners_is_rld109(v1):
     assert found[0]["evidence"]["death_reason"] == "AUTOSCALER_DRAIN_PREEMPTED"
 
 
+CPU_NODES = "print('=>', sum(1 for n in ray.nodes() if n['Alive'] and n['Resources'].get('CPU')))"
+
+
+def _cpu_workers_let_go(scenario: Scenario, timeout_s: float = 150) -> None:
+    """Stop the scenario's drivers and wait until the autoscaler has ended its idle cpu_workers
+    (the head has no CPU): none is then in the middle of going while preflight probes it."""
+    for proc in scenario.drivers:
+        _stop(proc)
+    scenario.drivers.clear()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        up = int(scenario.cluster.run_driver(CPU_NODES, expect_lines=1))
+        if up == 0:
+            time.sleep(3)  # the autoscaler's own count (what rldoctor reads) follows each second
+            return
+        assert time.monotonic() < deadline, f"{up} cpu_worker(s) still up after {timeout_s} s"
+        time.sleep(3)
+
+
+def test_v1_preflight_names_the_scale_up_a_config_needs_and_the_max_it_cannot_pass(v1):
+    """RLD901 on Ray's fake multi-node provider: 2 bundles of {CPU: 1} fit only once the
+    autoscaler adds cpu_workers (the nodes up have fewer CPUs: the count is taken from those
+    the finding saw); 41 CPUs are more than its max_workers ever give."""
+    _assert_preflight_scale_up_and_max(v1)
+
+
+def _assert_preflight_scale_up_and_max(scenario: Scenario) -> None:
+    _cpu_workers_let_go(scenario)
+    cpu_max = TYPES["cpu_worker"]["max_workers"]
+    result, report = preflight(scenario.cluster, f"{CONFIGS}:fits_after_scale_up")
+    finding = one(report, "RLD901")
+    up = sum(1 for shown in finding["evidence"]["nodes"].values() if "CPU: 1" in shown)
+    assert up < cpu_max, finding
+    assert finding["severity"] == "warn", finding
+    assert "placeable only after scale-up" in finding["message"], finding
+    assert f"needs {cpu_max - up} x cpu_worker more node(s)" in finding["message"], finding
+    assert finding["evidence"]["scale_up"] == {"cpu_worker": cpu_max - up}, finding
+    assert result.code == 0, result  # a wait, not a failure
+    assert [f for f in report["findings"] if f["severity"] == "fail"] == [], report["findings"]
+
+    result, report = preflight(scenario.cluster, f"{CONFIGS}:too_many_runners")
+    assert result.code == 1, result
+    finding = one(report, "RLD901")
+    assert finding["severity"] == "fail" and "never placeable" in finding["message"], finding
+    assert "asks for {CPU: 41} in all" in finding["message"], finding
+    assert "the autoscaler cannot add enough (max_workers 4;" in finding["message"], finding
+    assert "cpu_worker at most 2 x {CPU: 1}" in finding["message"], finding
+    assert finding["evidence"]["max_workers"]["node_types"]["cpu_worker"] == cpu_max, finding
+
+
 @pytest.fixture(scope="module")
 def v2_ray255():
     with Scenario(v2=True, release="2.55.0") as scenario:
@@ -314,3 +370,8 @@ def test_v2_a_node_that_never_joins_is_named(v2):
     assert ghost, {c: f["message"] for c, f in causes.items()}
     assert ghost["subject"] == "node_type:ghost_worker" and "GhostActor" in ghost["message"], ghost
     assert "never joined" in ghost["message"]
+
+
+def test_v2_preflight_names_the_scale_up_a_config_needs_and_the_max_it_cannot_pass(v2):
+    """As on v1, with autoscaler v2 (its count of a type's nodes: those that joined)."""
+    _assert_preflight_scale_up_and_max(v2)

@@ -11,6 +11,10 @@ A live PPO job of the cluster's own release (tests/ppo_job.py run by the venv's 
 RLlib, its API) whose env runner 1 blocks forever in `env.step()` is diagnosed as RLD605 with
 the frame it is stuck in (taken by py-spy inside the cluster), through the dashboard address
 and through the GCS address alike.
+
+`rldoctor preflight` of a CartPole config against that release's cluster, through both
+addresses: every preflight check runs, with the probes in the cluster's own Ray, and a config
+asking for more env runners than the cluster holds fails.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from localcluster import LocalCluster, NodeSpec
 from faults import PIN_BY_AFFINITY, actor_that_crashes_three_times
 from ray_venvs import ray_venv
 from test_e2e_dashboard import assert_no_output_left
+from test_e2e_preflight import CONFIGS, one, preflight
 
 pytestmark = pytest.mark.cluster
 
@@ -78,6 +83,35 @@ def laptop_env(cluster) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["HOME"] = str(cluster.home)
     return env
+
+
+def test_preflight_with_that_releases_own_ray_through_both_addresses(cluster):
+    """The first test of the module: the healthy config asks for the 3 CPUs the cluster has,
+    which the PPO job of the tests below (hung_training) then holds 2 of."""
+    VERSION = cluster.ray_version
+    preflights = {"RLD90" + str(i) for i in range(1, 8)}
+    for address in (cluster.dashboard_url, cluster.address):
+        result, report = preflight(cluster, f"{CONFIGS}:healthy", address=address)
+        assert result.code == 0, result
+        assert [f for f in report["findings"] if f["severity"] in ("warn", "fail")] == [], result
+        ran = {c["code"]: c for c in report["checks"] if c["code"] in preflights}
+        assert set(ran) == preflights, report["checks"]
+        assert {c["status"] for c in ran.values()} == {"ok"}, ran
+        # every node answered: the env built on each (RLD902's note names them)
+        [built] = ran["RLD902"]["notes"]
+        assert sorted(built["evidence"]["nodes"]) == sorted(n.node_id[:8] for n in cluster.nodes)
+        # the probes ran inside the cluster, with its own Ray
+        assert report["source"]["path"] == "dashboard", report["source"]
+        assert report["source"]["cluster_ray_version"] == VERSION, report["source"]
+        assert any(f"with the cluster's own Ray {VERSION}" in n for n in report["notes"]), report["notes"]
+        assert not [f for f in report["findings"] if f["code"] == "RLD102"], report["findings"]
+    assert any("went through the cluster's dashboard" in n for n in report["notes"]), report["notes"]
+    result, report = preflight(cluster, f"{CONFIGS}:too_many_runners", address=cluster.dashboard_url)
+    assert result.code == 1, result
+    finding = one(report, "RLD901")
+    assert finding["severity"] == "fail" and "never placeable" in finding["message"], finding
+    assert "asks for {CPU: 41} in all; the cluster has {CPU: 3" in finding["message"], finding
+    _nothing_left_behind(cluster, report)
 
 
 def test_a_cluster_of_another_ray_through_its_dashboard(cluster, crash_loop, hung_training,

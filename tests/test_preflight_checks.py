@@ -46,6 +46,11 @@ def run(check, snap, **params):
     return list(check(snap, params))
 
 
+def found_902(snap) -> list:
+    """RLD902's findings, without the note of the nodes where the env built."""
+    return [f for f in run(code.env_unavailable_on_node, snap) if hasattr(f, "severity")]
+
+
 def demand(runners: int, cpus: float = 1.0, trials: int = 1, strategy: str = "PACK") -> dict:
     bundles = [{"role": "main process", "resources": {"CPU": 1.0}}]
     bundles += [{"role": "env runner", "resources": {"CPU": cpus}}] * runners
@@ -91,6 +96,9 @@ def test_beyond_the_node_types_max_workers_is_never_placeable():
     snap.data["autoscaler"] = AUTOSCALER
     (f,) = run(capacity.demand_exceeds_capacity, snap)
     assert f.severity.label == "fail" and "the autoscaler cannot add enough" in f.message
+    # the maxima it cannot go past are named: the cluster's and each node type's
+    assert "(max_workers 10; cpu4 at most 2 x {CPU: 4})" in f.message, f.message
+    assert f.evidence["max_workers"] == {"node_types": {"cpu4": 2}, "cluster": 10}
 
 
 def test_a_bundle_no_node_type_fits_is_never_placeable_even_with_an_autoscaler():
@@ -124,14 +132,26 @@ def test_resources_in_use_now_make_it_wait_not_fail():
 def test_a_node_where_no_runner_can_land_is_not_blamed_for_the_env():
     doc = json.loads((PREFLIGHT / "env-missing.json").read_text())
     snap = Snapshot(doc)
-    (f,) = run(code.env_unavailable_on_node, snap)
+    (f,) = found_902( snap)
     missing = f.subject.split(":", 1)[1]
     assert "No module named 'pf_envs'" in f.message
     for node in doc["nodes"]:  # runners asking for 2 CPUs cannot land on a node with 1
         if node["node_id"] == missing:
             node["resources_total"]["CPU"] = 1.0
     doc["preflight"]["plan"]["demand"]["bundles"][1]["resources"]["CPU"] = 2.0
-    assert run(code.env_unavailable_on_node, Snapshot(doc)) == []
+    assert found_902( Snapshot(doc)) == []
+
+
+def test_the_nodes_where_the_env_builds_are_said_in_a_note():
+    (n,) = run(code.env_unavailable_on_node, Snapshot(copy.deepcopy(HEALTHY)))
+    assert not hasattr(n, "severity"), n
+    assert n.message == ("the env CartPole-v1 imports and builds on 3 of 3 node(s) where env "
+                         "runners can land"), n.message
+    assert n.evidence["nodes"] == sorted(k[:8] for k in HEALTHY["preflight"]["nodes"])
+    doc = json.loads((PREFLIGHT / "env-missing.json").read_text())
+    f, n = run(code.env_unavailable_on_node, Snapshot(doc))
+    assert f.severity.label == "fail" and "2 of 3 node(s)" in n.message, n.message
+    assert f.subject.split(":", 1)[1][:8] not in n.evidence["nodes"]
 
 
 def test_a_probe_that_could_not_start_in_the_runtime_env_is_named():
@@ -139,7 +159,7 @@ def test_a_probe_that_could_not_start_in_the_runtime_env_is_named():
     node = sorted(doc["preflight"]["nodes"])[0]
     doc["preflight"]["nodes"][node] = {"node_id": node, "failed": "RuntimeEnvSetupError: "
                                        "Failed to set up runtime environment: pip install failed"}
-    (f,) = run(code.env_unavailable_on_node, Snapshot(doc))
+    (f,) = found_902( Snapshot(doc))
     assert f.subject == f"node:{node}" and "runtime_env did not run" in f.message
     assert "pip install failed" in f.message
 
@@ -148,7 +168,7 @@ def test_a_node_too_slow_to_answer_is_a_warning_not_a_missing_env():
     doc = copy.deepcopy(HEALTHY)
     node = sorted(doc["preflight"]["nodes"])[0]
     doc["preflight"]["nodes"][node] = {"node_id": node, "failed": "no answer within 60.0s"}
-    (f,) = run(code.env_unavailable_on_node, Snapshot(doc))
+    (f,) = found_902( Snapshot(doc))
     assert f.severity.label == "warn" and "did not answer in time" in f.message
 
 

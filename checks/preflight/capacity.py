@@ -14,6 +14,7 @@ from rldoctor.checks._autoscaling import launched, section as autoscaler, worker
 from rldoctor.checks._resources import fits, missing, show
 from rldoctor.checks.preflight._plan import plan, shape
 from rldoctor.registry import check, fail, warn
+from rldoctor.snapshot import dig
 
 # The fixes of RLD901's findings, by case (rldoctor.engine.registry).
 CAPACITY_FIXES = {
@@ -206,9 +207,26 @@ def _never_placeable(demand, bundles, total, scaler, evidence, strategy, node_co
                    CAPACITY_FIXES["the strategy keeps the group from fitting"].format(strategy=strategy))
         return
     need, have = _summed(bundles), _summed(total)
+    scaling = scaler and scaler.get("running")
     yield fail("cluster", f"never placeable: {what} asks for {{{show(need)}}} in all; the cluster "
                f"has {{{show(have)}}}"
-               + (" and the autoscaler cannot add enough" if scaler and scaler.get("running") else
+               + (f" and the autoscaler cannot add enough ({_maxima(scaler)})" if scaling else
                   " and no autoscaler adds nodes"),
-               {**evidence, "asks": need, "has": have},
+               {**evidence, "asks": need, "has": have,
+                **({"max_workers": _max_workers(scaler)} if scaling else {})},
                CAPACITY_FIXES["the group is larger than the cluster is or can grow to"].format())
+
+
+def _max_workers(scaler: dict) -> dict:
+    """Each worker node type's max_workers (None: no max of its own), and the cluster's."""
+    types = {t["name"]: t.get("max_workers") for t in worker_types(scaler)}
+    return {"node_types": types, "cluster": dig(scaler, "config", "max_workers")}
+
+
+def _maxima(scaler: dict) -> str:
+    """What the autoscaler can ever have: 'max_workers 4; cpu_worker at most 2 x {CPU: 1}'."""
+    parts = [f"{t['name']} at most "
+             f"{t['max_workers'] if t.get('max_workers') is not None else 'unbounded'} x "
+             f"{{{show(shape(t['resources']))}}}" for t in worker_types(scaler)]
+    cluster = dig(scaler, "config", "max_workers")
+    return "; ".join(([f"max_workers {cluster}"] if cluster is not None else []) + parts)

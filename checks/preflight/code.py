@@ -4,7 +4,7 @@ RLD903 (the packages the training imports differ between nodes)."""
 from __future__ import annotations
 
 from rldoctor.checks.preflight._plan import node_name, plan, runner_nodes, section, subject
-from rldoctor.registry import check, fail, warn
+from rldoctor.registry import check, fail, note, warn
 
 STAGE_TEXT = {
     "import": "the env's code does not import",
@@ -81,6 +81,7 @@ def env_unavailable_on_node(snap, params):
                    ENV_FIXES["the env cannot be pickled"].format())
         return
     landing = set(runner_nodes(snap))
+    built = []
     for node_id, view in sorted((sect.get("nodes") or {}).items()):
         if node_id not in landing:
             continue
@@ -90,6 +91,8 @@ def env_unavailable_on_node(snap, params):
         elif isinstance(view.get("env"), dict) and view["env"].get("ok") is False:
             stage, error = view["env"].get("stage") or "build", view["env"].get("error")
         else:
+            if isinstance(view.get("env"), dict) and view["env"].get("ok"):
+                built.append(node_id)
             continue
         name = env.get("name") or "?"
         yield (warn if stage == "timeout" else fail)(subject(node_id), f"{STAGE_TEXT.get(stage, stage)} on {node_name(snap, node_id)}"
@@ -97,6 +100,10 @@ def env_unavailable_on_node(snap, params):
                    {"env": name, "stage": stage, "error": error,
                     "runtime_env": sect.get("plan", {}).get("runtime_env") or {}},
                    ENV_FIXES.get(STAGE_TEXT.get(stage), ENV_FIXES[STAGE_TEXT["build"]]).format(name=name))
+    if built:  # what was tried, in the check's detail: the nodes that answered
+        yield note("cluster", f"the env {env.get('name') or '?'} imports and builds on "
+                   f"{len(built)} of {len(landing)} node(s) where env runners can land",
+                   {"nodes": [n[:8] for n in built]})
 
 
 def _major(version: str | None) -> str | None:

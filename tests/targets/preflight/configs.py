@@ -16,6 +16,12 @@ def too_many_runners():
     return _ppo("CartPole-v1", num_env_runners=40)
 
 
+def fits_after_scale_up():
+    """2 bundles of {CPU: 1} (the main process, one env runner): on tests/test_e2e_autoscaler.py's
+    cluster (a head with 0 CPUs, cpu_worker 1 CPU x max 2) only once its cpu_workers are up."""
+    return _ppo("CartPole-v1", num_env_runners=1)
+
+
 def runner_larger_than_any_node():
     return _ppo("CartPole-v1", num_env_runners=1, num_cpus_per_env_runner=16)
 
