@@ -201,17 +201,30 @@ def cluster3(tmp_path_factory):
         yield cluster
 
 
-def pytest_report_header(config):
-    """The host's /tmp as RLD305 judges a node's temp dir (every test cluster's is under it): a
-    disk close to Ray's threshold is a true RLD305 on every healthy test cluster, said here
-    first so that the failures it causes are read for what they are."""
+def host_disk(path: str = "/tmp") -> tuple[float, float, bool]:
+    """(used fraction by Ray's arithmetic, GiB before Ray's threshold, close by RLD305's bars) of
+    the host's file system under `path` (every test cluster's temp dir is under /tmp)."""
     from rldoctor.checks.memory.disk import RAY_DEFAULT_THRESHOLD, disk_pressure
 
-    fs = os.statvfs("/tmp")
+    fs = os.statvfs(path)
     total, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
     used = 1 - free / total if total else 0.0
     headroom = free - total * (1 - RAY_DEFAULT_THRESHOLD)
     close = (used >= RAY_DEFAULT_THRESHOLD - disk_pressure.params["warn_margin"]
              and headroom < disk_pressure.params["warn_headroom_bytes"])
-    line = f"host /tmp: {used:.1%} full by Ray's arithmetic, {headroom / 2**30:.1f} GiB before Ray's {RAY_DEFAULT_THRESHOLD:g}"
+    return used, headroom / 2**30, close
+
+
+def host_disk_close() -> bool:
+    return host_disk()[2]
+
+
+def pytest_report_header(config):
+    """The host's /tmp as RLD305 judges a node's temp dir: a disk close to Ray's threshold is a
+    true RLD305 on every healthy test cluster, said here first so that the failures it causes
+    are read for what they are."""
+    from rldoctor.checks.memory.disk import RAY_DEFAULT_THRESHOLD
+
+    used, left, close = host_disk()
+    line = f"host /tmp: {used:.1%} full by Ray's arithmetic, {left:.1f} GiB before Ray's {RAY_DEFAULT_THRESHOLD:g}"
     return line + (": CLOSE TO FULL, healthy test clusters will show RLD305" if close else "")
