@@ -128,20 +128,15 @@ def render_fixes(fixes: dict[str, str]) -> str:
     in where it is used, the values a check fills in as <name>."""
     import textwrap
 
-    cases = [(case, t) for case, t in fix_cases(fixes) if case not in fragments(fixes)]
+    cases = fix_cases(fixes)
     if len(cases) == 1:
         return textwrap.fill(cases[0][1], 88)
     return "\n\n".join(textwrap.fill(f"When {case}: {t}", 88) for case, t in cases)
 
 
-def fragments(fixes: dict[str, str]) -> set[str]:
-    """The cases of a fix table used inside another case."""
-    return {name for t in fixes.values() for _, name in _fields(t) if name in fixes}
-
-
 def fix_cases(fixes: dict[str, str]) -> list[tuple[str, str]]:
-    """(case, its text for people) of each case of a fix table (a case used inside another,
-    a fragment, is written in there too; a value to fill in reads <name>)."""
+    """(case, its text for people) of each case of a fix table that is no other case's fragment
+    (a fragment is written in where it is used; a value to fill in reads <name>)."""
 
     def text(template: str, depth: int = 0) -> str:
         out = []
@@ -155,7 +150,8 @@ def fix_cases(fixes: dict[str, str]) -> list[tuple[str, str]]:
                 out.append(f"<{name.replace('_', ' ')}>")
         return "".join(out)
 
-    return [(case, text(t)) for case, t in fixes.items()]
+    fragments = {name for t in fixes.values() for _, name in _fields(t) if name in fixes}
+    return [(case, text(t)) for case, t in fixes.items() if case not in fragments]
 
 
 def fix_pattern(fixes: dict[str, str]) -> re.Pattern:
