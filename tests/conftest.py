@@ -204,12 +204,12 @@ def cluster3(tmp_path_factory):
 def host_disk(path: str = "/tmp") -> tuple[float, float, bool]:
     """(used fraction by Ray's arithmetic, GiB before Ray's threshold, close by RLD305's bars) of
     the host's file system under `path` (every test cluster's temp dir is under /tmp)."""
-    from rldoctor.checks.memory.disk import RAY_DEFAULT_THRESHOLD, disk_pressure
+    from rldoctor.checks.memory.disk import RAY_DEFAULT_THRESHOLD, _headroom, disk_pressure
 
     fs = os.statvfs(path)
     total, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
     used = 1 - free / total if total else 0.0
-    headroom = free - total * (1 - RAY_DEFAULT_THRESHOLD)
+    headroom = _headroom({"total_bytes": total, "free_bytes": free}, RAY_DEFAULT_THRESHOLD)
     close = (used >= RAY_DEFAULT_THRESHOLD - disk_pressure.params["warn_margin"]
              and headroom < disk_pressure.params["warn_headroom_bytes"])
     return used, headroom / 2**30, close
