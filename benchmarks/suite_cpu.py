@@ -63,7 +63,17 @@ def kind_of(names: list[str], comm: str) -> str:
     for text, kind in KINDS:
         if text in first:
             return kind
-    program = first.split()[0].rsplit("/", 1)[-1] if first.split() else comm
+    args = first.split()
+    program = args[0].rsplit("/", 1)[-1] if args else comm
+    if program.startswith("python"):
+        if "exec(eval(sys.stdin.readline()))" in first:
+            return "pytest (xdist worker)"
+        script = next((a for a in args[1:] if a.endswith(".py")), None)
+        if script:
+            return f"python: {script.rsplit('/', 1)[-1]}"
+        if "-c" in args:  # a driver or helper given as code: its first statement names it
+            code = first.split(" -c ", 1)[-1].strip().splitlines()[0].split(";")[0][:40]
+            return f"python -c: {code}"
     return f"other: {program}"
 
 
