@@ -34,17 +34,17 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 RECORD = struct.Struct("<BBHIIIIIIfHHHHHHHH16s")  # struct acct_v3 (64 bytes)
 
-# (text in the first command line seen, kind), most specific first
-KINDS = (
-    ("gcs_server", "head: GCS"), ("/raylet/raylet", "node: raylet"),
-    ("dashboard/dashboard.py", "head: dashboard"), ("multiprocessing.forkserver", "head: dashboard modules"),
-    ("dashboard/agent.py", "node: dashboard agent"), ("runtime_env/agent", "node: runtime-env agent"),
-    ("log_monitor.py", "node: log monitor"), ("autoscaler/_private/monitor.py", "head: autoscaler monitor"),
-    ("ray.util.client.server", "head: client server"), ("bin/ray start", "ray start (CLI)"),
+# Ray's processes are told apart by rldoctor's own reader of them (rldoctor.node.processes);
+# these are its roles as this report names them, and what that reader leaves to others.
+ROLE_KINDS = {"gcs": "GCS", "dashboard_agent": "dashboard agent",
+              "runtime_env_agent": "runtime-env agent", "client_server": "client server",
+              "log_monitor": "log monitor", "autoscaler": "autoscaler monitor"}
+OTHER_KINDS = (  # (text in the first command line seen, kind), most specific first
+    ("multiprocessing.forkserver", "head: dashboard modules"), ("bin/ray start", "ray start (CLI)"),
     ("bin/rldoctor", "rldoctor (CLI)"), ("-m rldoctor", "rldoctor (CLI)"),
-    ("plan_reader", "rldoctor (plan reader)"), ("-m pytest", "pytest"), ("xdist", "pytest"),
+    ("plan_reader", "rldoctor (plan reader)"), ("exec(eval(sys.stdin.readline()))", "pytest (xdist worker)"),
+    ("-m pytest", "pytest"),
 )
-AGENTS = {"ray::DashboardAgent": "node: dashboard agent", "ray::RuntimeEnvAgent": "node: runtime-env agent"}
 
 
 def _comp_t(value: int) -> float:
@@ -52,29 +52,30 @@ def _comp_t(value: int) -> float:
     return float((value & 0x1FFF) << (3 * (value >> 13)))
 
 
-def kind_of(names: list[str], comm: str) -> str:
+def kind_of(names: list[list[str]], comm: str) -> str:
+    """The kind of a process from the command lines seen (first, and last once Ray renamed it)."""
+    from rldoctor.node.processes import HEAD_ROLES, process_name, ray_role
+
     if not names:
         return f"unseen: {comm}"
     first, last = names[0], names[-1]
-    title = last.split()[0] if last.startswith("ray::") else ""
-    if title:
-        title = re.sub(r"[.:].*$", "", title[5:])
-        return AGENTS.get("ray::" + title) or f"Ray worker: {title}"
-    for text, kind in KINDS:
-        if text in first:
+    title = last[0].split()[0] if last[0].startswith("ray::") else ""
+    role = ray_role(last if title else first)
+    if role == "worker":
+        return f"Ray worker: {re.sub(r'[.:].*$', '', title[5:]) or '(not named yet)'}"
+    if role:
+        return f"{'head' if role in HEAD_ROLES else 'node'}: {ROLE_KINDS.get(role, role)}"
+    program = os.path.basename(first[0].split(" ")[0])
+    if not program.startswith(("python", "rldoctor", "ray")):  # a shell's script is not its kind
+        return process_name(first)
+    line = " ".join(first)
+    for text, kind in OTHER_KINDS:
+        if text in line:
             return kind
-    args = first.split()
-    program = args[0].rsplit("/", 1)[-1] if args else comm
-    if program.startswith("python"):
-        if "exec(eval(sys.stdin.readline()))" in first:
-            return "pytest (xdist worker)"
-        script = next((a for a in args[1:] if a.endswith(".py")), None)
-        if script:
-            return f"python: {script.rsplit('/', 1)[-1]}"
-        if "-c" in args:  # a driver or helper given as code: its first statement names it
-            code = first.split(" -c ", 1)[-1].strip().splitlines()[0].split(";")[0][:40]
-            return f"python -c: {code}"
-    return f"other: {program}"
+    if "-c" in first[1:3]:  # a driver or helper given as code: its first statement names it
+        code = (first[first.index("-c") + 1:] or [""])[0]
+        return "python -c: " + (code.strip().splitlines() or [""])[0].split(";")[0][:40]
+    return process_name(first)
 
 
 class Tree:
@@ -82,15 +83,15 @@ class Tree:
 
     def __init__(self, root: int):
         self.ours = {root, os.getpid()}  # an orphan is reparented to us, the subreaper
-        self.names: dict[int, list[str]] = {}
+        self.names: dict[int, list[list[str]]] = {}
         self._stop = threading.Event()
 
-    def _read(self, pid: int) -> tuple[int, str] | None:
+    def _read(self, pid: int) -> tuple[int, list[str]] | None:
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read(4096).replace(b"\0", b" ").decode(errors="replace").strip()
+                cmd = [a.decode(errors="replace") for a in f.read(4096).split(b"\0") if a]
         except (OSError, ValueError, IndexError):
             return None
         return ppid, cmd
