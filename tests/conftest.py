@@ -16,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localcluster import LocalCluster, NodeSpec  # noqa: E402
 # How `make test` runs the suite (two at a time, modules whole, serial tests alone): its hooks.
+import suite_plan  # noqa: E402
 from suite_plan import (pytest_collection_modifyitems, pytest_configure, serial_module_alone,  # noqa: E402,F401
-                        pytest_xdist_make_scheduler, pytest_runtest_protocol)
+                        pytest_xdist_make_scheduler, pytest_runtest_protocol, serial_test_alone)
 
 RLDOCTOR = str(Path(sys.executable).parent / "rldoctor")
 FIXTURES = ROOT / "fixtures"
@@ -187,18 +188,53 @@ sys.meta_path.insert(0, _NoRldoctorHere())
 
 
 @pytest.fixture(scope="module")
-def cluster3(tmp_path_factory):
-    """A healthy 3-node cluster (head + 2 workers, one zone, token auth), torn down after the module.
+def cluster3(request, tmp_path_factory):
+    """A healthy 3-node cluster (head + 2 workers, one zone, token auth), torn down after the
+    module, or after the last module of its unit when modules share it (`suite_plan.SHARED`).
 
     Worker node 1 cannot import rldoctor, like a production node: whatever rldoctor
     runs there must travel by value.
     """
-    site = tmp_path_factory.mktemp("no-rldoctor-site")
-    (site / "sitecustomize.py").write_text(NO_RLDOCTOR)
-    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
-    specs[1].env["PYTHONPATH"] = str(site)
-    with LocalCluster(specs) as cluster:
-        yield cluster
+    def start() -> LocalCluster:
+        site = tmp_path_factory.mktemp("no-rldoctor-site")
+        (site / "sitecustomize.py").write_text(NO_RLDOCTOR)
+        specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
+        specs[1].env["PYTHONPATH"] = str(site)
+        return LocalCluster(specs).start()
+
+    yield from shared_cluster(request, start)
+
+
+_SHARED_RUNNING: dict[str, LocalCluster] = {}  # unit -> its cluster, while its modules run
+
+
+def shared_cluster(request, start):
+    """The cluster `start()` makes, for the requesting module (a module fixture's body: `yield
+    from`). A module of a `suite_plan.SHARED` unit shares it with the unit's other modules: it
+    is started for the first of them that runs and stopped after the last one this run holds
+    (they run on one worker, in the unit's order). Any other module has one of its own."""
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    unit = suite_plan.unit_of(module)
+    if unit == module:
+        cluster = start()
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+        return
+    if unit not in _SHARED_RUNNING:
+        _SHARED_RUNNING[unit] = start()
+    try:
+        yield _SHARED_RUNNING[unit]
+    finally:
+        here = {_module_name(item) for item in request.session.items}
+        last = [m for m in suite_plan.SHARED[unit] if m in here][-1]
+        if module == last:
+            _SHARED_RUNNING.pop(unit).stop()
+
+
+def _module_name(item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1]
 
 
 def host_disk(path: str = "/tmp") -> tuple[float, float, bool]:

@@ -17,7 +17,9 @@ where and when a test runs is here, applied by conftest.py at collection:
   picked up last. A module not listed runs after them, in file order.
 - **Timing-sensitive tests run alone** (`@pytest.mark.serial`): while one runs, the other
   worker waits between its tests (a file lock, shared by every other test, exclusive for
-  these). A module whose `pytestmark` has `serial` runs alone from the end of its unlocked
+  these). A serial test holds it alone from the end of its wider setup (the module's and the
+  session's fixtures it is the first to need, e.g. its cluster, set up beside other tests) to
+  the end of its own teardown (`serial_test_alone`). A module whose `pytestmark` has `serial` runs alone from the end of its unlocked
   setup (the fixtures named in its `BEFORE_THE_LOCK`, e.g. its cluster) to its last test's
   teardown (`serial_module_alone`): what its fixtures measure next (a healthy check's time,
   the host's memory) holds for all of its tests. A test that bounds a time, compares two
@@ -40,7 +42,11 @@ import pytest
 # Modules sharing one cluster (a session-scoped fixture of conftest.py), in the order they
 # must run: the ones that assert that nothing else is wrong first, the ones that leave dead
 # actors, failed jobs or crash loops after, those that kill a node last.
-SHARED: dict[str, list[str]] = {}
+SHARED: dict[str, list[str]] = {
+    # conftest.cluster3: the auth module's three token tests only check (a stale token, none,
+    # the right one); test_e2e_cluster asserts a healthy cluster first and kills node 2 last
+    "cluster3": ["test_e2e_auth", "test_e2e_cluster"],
+}
 
 # The slowest units of the last measured runs (tests/README.md), slowest first.
 LONG_FIRST: list[str] = [
@@ -116,20 +122,39 @@ _HELD: dict = {"files": None, "module": None}
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under `make test`'s workers: a serial test (setup, call and teardown) runs alone, and
-    every other test beside at most one more. A serial module (`pytestmark`) is held alone by
-    `serial_module_alone` below. A run with no workers takes no lock."""
+    """Under `make test`'s workers: every test runs beside at most one more (the lock, shared),
+    and a serial test alone from the end of its wider setup (`serial_test_alone`) to the end of
+    its own teardown. A serial module (`pytestmark`) is held alone by `serial_module_alone`
+    below. A run with no workers takes no lock."""
     if not os.environ.get("PYTEST_XDIST_WORKER") or _HELD["module"] == item.module.__name__:
         yield
         return
-    exclusive = item.get_closest_marker("serial") is not None and not _serial_module(item.module)
-    files = _take(item.config._tmp_path_factory.getbasetemp().parent, exclusive)  # the run's own
-    _HELD["files"] = files
+    _HELD["files"] = _take(_root(item.config), exclusive=False)
     try:
         yield
     finally:
-        if _HELD["module"] is None and _HELD["files"] is files:
+        if _HELD["module"] is None:
             _release()
+
+
+@pytest.fixture(autouse=True)
+def serial_test_alone(request):
+    """A serial test (`@pytest.mark.serial` in a module that is not serial) runs alone from here:
+    its module's and the session's fixtures (a cluster, a warmed-up cluster) are set up by then,
+    beside other tests (pytest sets up wider fixtures before a test's own), so what the test
+    measures next holds; the lock is shared again for its module's teardown."""
+    item = request.node
+    if (not os.environ.get("PYTEST_XDIST_WORKER") or _serial_module(item.module)
+            or item.get_closest_marker("serial") is None):
+        yield
+        return
+    _release()
+    _HELD["files"] = _take(_root(item.config), exclusive=True)
+    try:
+        yield
+    finally:
+        _release()
+        _HELD["files"] = _take(_root(item.config), exclusive=False)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -146,8 +171,7 @@ def serial_module_alone(request):
     for name in getattr(module, "BEFORE_THE_LOCK", ()):
         request.getfixturevalue(name)
     _release()
-    _HELD.update(files=_take(request.config._tmp_path_factory.getbasetemp().parent, True),
-                 module=module.__name__)
+    _HELD.update(files=_take(_root(request.config), exclusive=True), module=module.__name__)
     try:
         yield
     finally:
@@ -158,6 +182,11 @@ def _release() -> None:
     for f in _HELD["files"] or ():
         f.close()  # closing a file releases its lock
     _HELD.update(files=None, module=None)
+
+
+def _root(config) -> Path:
+    """The run's own temp root, shared by its workers: where the lock files are."""
+    return config._tmp_path_factory.getbasetemp().parent
 
 
 def _serial_module(module) -> bool:

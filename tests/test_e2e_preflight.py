@@ -111,10 +111,17 @@ def node_id(cluster: LocalCluster, index: int) -> str:
     return cluster.nodes[index].node_id
 
 
+@pytest.fixture(scope="module")
+def warmed(cluster):
+    """The cluster after a first healthy preflight, which starts the nodes' workers once; set up
+    beside other tests, before the serial test that uses it runs alone (tests/suite_plan.py)."""
+    preflight(cluster, f"{CONFIGS}:healthy")
+    return cluster
+
+
 @pytest.mark.serial  # it bounds a time (tests/suite_plan.py)
-def test_a_healthy_cartpole_config_gets_no_warn_or_fail_in_under_5_s(cluster):
-    preflight(cluster, f"{CONFIGS}:healthy")  # the first: the nodes' workers start once
-    result, report = preflight(cluster, f"{CONFIGS}:healthy")
+def test_a_healthy_cartpole_config_gets_no_warn_or_fail_in_under_5_s(warmed):
+    result, report = preflight(warmed, f"{CONFIGS}:healthy")
     assert result.code == 0, result
     assert [f for f in report["findings"] if f["severity"] in ("warn", "fail")] == [], result
     ran = {c["code"]: c["status"] for c in report["checks"]}

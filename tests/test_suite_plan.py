@@ -1,5 +1,6 @@
 """The way `make test` runs the suite (tests/suite_plan.py), run for real on a small suite of
-its own: two workers, each module whole, long units first, a serial test alone."""
+its own: two workers, each module whole, long units first, a serial test alone (its wider
+fixtures set up beside other tests)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 sys.path.insert(0, {str(TESTS)!r})
 from suite_plan import (pytest_collection_modifyitems, pytest_configure,
                         pytest_runtest_protocol, pytest_xdist_make_scheduler,
-                        serial_module_alone)
+                        serial_module_alone, serial_test_alone)
 """
 
 # Each test records when it ran (its setup, call and teardown inside the span).
@@ -33,7 +34,8 @@ def _ran(name, seconds):
 
 def _wait_for_the_other_worker():
     # until the other worker has started a test (a worker can start seconds after the other on
-    # a loaded host): the serial test that follows then falls inside the other's run
+    # a loaded host): the serial test that follows (its module fixture set up first, beside the
+    # other's tests) then falls inside the other's run
     me = os.environ.get("PYTEST_XDIST_WORKER", "")
     deadline = time.time() + 30
     while time.time() < deadline and not set(os.listdir({marks!r})) - {{me}}:
@@ -60,7 +62,8 @@ def _suite(tmp_path: Path) -> Path:
         "test_one": [f"def test_one_{i}():\n    _ran('one_{i}', 0.6)\n" for i in "abcdefghi"]
         + ["@pytest.mark.serial\ndef test_one_j():\n    _ran('one_j', 0.1)\n"],
         "test_two": ["def test_two_a():\n    _wait_for_the_other_worker()\n    _ran('two_a', 0.6)\n",
-                     "@pytest.mark.serial\ndef test_two_timed():\n    _ran('two_timed', 0.6)\n"],
+                     "@pytest.fixture(scope='module')\ndef ready():\n    _ran('two_setup', 0.9)\n",
+                     "@pytest.mark.serial\ndef test_two_timed(ready):\n    _ran('two_timed', 0.6)\n"],
         "test_three": ["def test_three_a():\n    _ran('three_a', 0.6)\n",
                        "def test_three_b():\n    _ran('three_b', 0.6)\n"],
         "test_whole": ["pytestmark = pytest.mark.serial\nBEFORE_THE_LOCK = ('made',)\n",
@@ -83,7 +86,7 @@ def _run_suite(tmp_path: Path) -> dict:
     for line in (tmp_path / "ran.log").read_text().splitlines():
         name, worker, start, end = line.split()
         spans[name] = (worker, float(start), float(end))
-    assert len(spans) == 19, spans
+    assert len(spans) == 20, spans
     return spans
 
 
@@ -108,11 +111,12 @@ def test_two_workers_keep_modules_whole_and_run_serial_tests_and_modules_alone(t
         spans = _run_suite(tmp_path / str(attempt))
         if _within_the_others_work(spans, "two_timed", "two_timed") \
                 and _within_the_others_work(spans, "whole_a", "whole_d") \
-                and _beside_the_others_work(spans, "whole_setup"):
+                and _beside_the_others_work(spans, "whole_setup") \
+                and _beside_the_others_work(spans, "two_setup"):
             break
     else:
         raise AssertionError("the serial test or module never fell inside the other's run, or the "
-                             f"serial module's unlocked setup never ran beside it: {spans}")
+                             f"serial test's or module's unlocked setup never ran beside it: {spans}")
 
     def overlap(a, b):
         return spans[a][1] < spans[b][2] and spans[b][1] < spans[a][2]
@@ -123,7 +127,7 @@ def test_two_workers_keep_modules_whole_and_run_serial_tests_and_modules_alone(t
     # two at a time: some tests of different modules overlapped
     assert any(overlap(a, b) for a in spans for b in spans
                if a.split("_")[0] != b.split("_")[0]), spans
-    # the serial test alone
+    # the serial test alone (its module's fixture, set up before it, aside)
     assert not any(overlap("two_timed", other) for other in spans if other != "two_timed"), spans
     # the serial module alone from its first test to its last (its setup before the lock aside)
     spans["whole"] = ("", spans["whole_a"][1], spans["whole_d"][2])
