@@ -63,6 +63,12 @@ class Node:
 _LANE = 20 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
 
 
+def loopback(host: int) -> str:
+    """Loopback address `host` of this process's lane (127.0.0.x, or 127.0.20.x, ...): a cluster's
+    nodes are 10, 11, ...; a second cluster up at the same time takes others (20, 21, ...)."""
+    return f"127.0.{_LANE}.{host}"
+
+
 def free_ports(count: int, taken: set[int] | None = None) -> list[int]:
     """`count` distinct free TCP ports on loopback, never Ray's defaults nor any in `taken`.
 
@@ -183,7 +189,7 @@ class LocalCluster:
 
     # -- addresses and environment for clients of this cluster ---------------------------
     def node_ip(self, index: int) -> str:
-        return self.specs[index].ip or f"127.0.{_LANE}.{10 + index}"
+        return self.specs[index].ip or loopback(10 + index)
 
     @property
     def client_prefix(self) -> list[str]:

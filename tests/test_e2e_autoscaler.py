@@ -106,6 +106,9 @@ def _by(result, code: str) -> dict:
     return {f["evidence"].get("cause", f["subject"]): f for f in result.findings(code)}
 
 
+_RUNNING: list["Scenario"] = []  # the module's autoscaling cluster that is up, if any
+
+
 class Scenario:
     """One autoscaling cluster walked through: a healthy scale-up, then blocked demands."""
 
@@ -118,6 +121,11 @@ class Scenario:
         self.drivers: list[subprocess.Popen] = []
 
     def __enter__(self):
+        # One autoscaling cluster at a time: the module's earlier one (its tests are over, the
+        # module runs in file order) would go on launching and failing beside this one.
+        while _RUNNING:
+            _RUNNING.pop().__exit__()
+        _RUNNING.append(self)
         self.cluster.start()
         try:
             learners = _driver(self.cluster, LEARNERS, "2")
@@ -187,6 +195,33 @@ def _assert_blocked(result, version: str) -> None:
     assert learners_103 and "no node will be added" in learners_103[0]["message"], rld103
     gpu_103 = [f for f in rld103 if "GpuLearner" in f["message"]]
     assert gpu_103 and gpu_103[0]["severity"] == "fail", rld103
+
+
+def test_no_autoscaler_is_said_and_blames_no_launch():
+    """A plain cluster: the report says no autoscaler runs; a waiting demand gets RLD103 and at
+    most an info RLD108 that nothing adds nodes, never one about launches."""
+    with LocalCluster([NodeSpec(num_cpus=1)]) as cluster:
+        proc = subprocess.Popen([cluster.python, "-u", "-c", (
+            "import ray, sys, time\nray.init(address=sys.argv[1])\n"
+            "@ray.remote(num_cpus=1)\nclass A:\n    pass\n"
+            "a = [A.remote() for _ in range(2)]\nprint('=> up', flush=True)\n"
+            "while True: time.sleep(60)\n"), cluster.address], env=cluster.client_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        try:
+            _first_line(proc)
+            deadline = time.monotonic() + 30
+            while True:
+                result = check_json(cluster)
+                if result.findings("RLD103") or time.monotonic() > deadline:
+                    break
+                time.sleep(1)
+        finally:
+            _stop(proc)
+    section = result.json()["autoscaler"]
+    assert section["version"] is None and not section["running"], section
+    assert all(f["severity"] == "info" and f["evidence"]["cause"] == "no-autoscaler"
+               for f in result.findings("RLD108")), result
+    assert result.findings("RLD103"), result
 
 
 def test_v1_healthy_scale_up_names_the_autoscaler_and_blocks_nothing(v1):
@@ -334,33 +369,6 @@ def test_v2_blocked_demands_one_finding_per_cause(v2):
     assert not v2.healthy.findings("RLD108"), v2.healthy
     assert v2.healthy.json()["autoscaler"]["version"] == "v2"
     _assert_blocked(v2.blocked, "v2")
-
-
-def test_no_autoscaler_is_said_and_blames_no_launch():
-    """A plain cluster: the report says no autoscaler runs; a waiting demand gets RLD103 and at
-    most an info RLD108 that nothing adds nodes, never one about launches."""
-    with LocalCluster([NodeSpec(num_cpus=1)]) as cluster:
-        proc = subprocess.Popen([cluster.python, "-u", "-c", (
-            "import ray, sys, time\nray.init(address=sys.argv[1])\n"
-            "@ray.remote(num_cpus=1)\nclass A:\n    pass\n"
-            "a = [A.remote() for _ in range(2)]\nprint('=> up', flush=True)\n"
-            "while True: time.sleep(60)\n"), cluster.address], env=cluster.client_env(),
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        try:
-            _first_line(proc)
-            deadline = time.monotonic() + 30
-            while True:
-                result = check_json(cluster)
-                if result.findings("RLD103") or time.monotonic() > deadline:
-                    break
-                time.sleep(1)
-        finally:
-            _stop(proc)
-    section = result.json()["autoscaler"]
-    assert section["version"] is None and not section["running"], section
-    assert all(f["severity"] == "info" and f["evidence"]["cause"] == "no-autoscaler"
-               for f in result.findings("RLD108")), result
-    assert result.findings("RLD103"), result
 
 
 def test_v2_a_node_that_never_joins_is_named(v2):

@@ -9,8 +9,9 @@ join's time keeper (rldoctor.joinwatch, a process outside that interpreter) ends
 node to look at, and nothing left behind (no process, no temporary log). The same for a
 `watch` round on such a cluster (its collector child tells the round that it joins; the round
 ends at --timeout with that line as its round_failed record, the child and its files gone).
-Ray holds only a cluster's first driver, so each test starts its own cluster (the watch's has
-one node). `collect` goes through the same time keeper as `check` (tests/test_joinwatch.py).
+Ray holds only a cluster's first driver, so each run has a fresh cluster of its own (the watch's
+has one node, on addresses of its own); the two runs wait out their --timeout side by side.
+`collect` goes through the same time keeper as `check` (tests/test_joinwatch.py).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
 
 from conftest import RLDOCTOR
-from localcluster import LocalCluster, NodeSpec
+from localcluster import LocalCluster, NodeSpec, loopback
 from node_faults import hang_site
 
 pytestmark = pytest.mark.cluster
@@ -48,9 +50,10 @@ def _rldoctor_pids(address: str, holding: str = "rldoctor") -> list[int]:
     return found
 
 
-def _held_cluster(tmp_path, nodes: int) -> LocalCluster:
+def _held_cluster(tmp_path, nodes: int, first_host: int = 10) -> LocalCluster:
     site = hang_site(tmp_path / "hang-site", seconds=3600)
-    return LocalCluster([NodeSpec(num_cpus=1, env={"PYTHONPATH": site}) for _ in range(nodes)])
+    return LocalCluster([NodeSpec(num_cpus=1, env={"PYTHONPATH": site}, ip=loopback(first_host + i))
+                         for i in range(nodes)])
 
 
 def _scratch(tmp_path):
@@ -75,11 +78,48 @@ def _run_held(cluster, scratch, *args: str):
     return done, time.monotonic() - started
 
 
-def test_a_check_joining_a_fresh_cluster_whose_workers_hang_ends_at_its_timeout(tmp_path):
-    scratch = _scratch(tmp_path)
-    with _held_cluster(tmp_path, nodes=2) as held:
-        done, took = _run_held(held, scratch, "check")
-        left = _rldoctor_pids(held.address)
+@pytest.fixture(scope="module")
+def held_runs(tmp_path_factory):
+    """The check's run and the watch round's, each against a fresh held cluster of its own (two
+    nodes; one, on addresses of its own), side by side: each waits out its --timeout, so the
+    module waits one timeout, not two. {"check" | "watch": what the run left to assert on}."""
+    root = tmp_path_factory.mktemp("held")
+    scenarios = {"check": (_a_check_held, 2, 10), "watch": (_a_watch_round_held, 1, 20)}
+    runs: dict = {}
+
+    def run(name: str) -> None:
+        observe, nodes, first_host = scenarios[name]
+        tmp_path = root / name
+        tmp_path.mkdir()
+        try:
+            with _held_cluster(tmp_path, nodes, first_host) as held:
+                runs[name] = observe(held, tmp_path, _scratch(tmp_path))
+        except BaseException as exc:  # raised again by the test that reads this run
+            runs[name] = exc
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in scenarios]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return runs
+
+
+def _ran(runs: dict, name: str) -> dict:
+    if isinstance(runs[name], BaseException):
+        raise runs[name]
+    return runs[name]
+
+
+def _a_check_held(held, tmp_path, scratch) -> dict:
+    done, took = _run_held(held, scratch, "check")
+    return {"held": held, "scratch": scratch, "done": done, "took": took,
+            "left": _rldoctor_pids(held.address)}
+
+
+def test_a_check_joining_a_fresh_cluster_whose_workers_hang_ends_at_its_timeout(held_runs):
+    run = _ran(held_runs, "check")
+    held, scratch, done, took, left = (run[k] for k in ("held", "scratch", "done", "took", "left"))
     assert done.returncode == 3, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     assert took < TIMEOUT_S + 5, took
     lines = done.stderr.splitlines()
@@ -91,13 +131,7 @@ def test_a_check_joining_a_fresh_cluster_whose_workers_hang_ends_at_its_timeout(
     assert list(scratch.iterdir()) == []  # the temporary Ray log of the ended join: removed
 
 
-def test_a_watch_round_joining_a_fresh_cluster_whose_workers_hang_ends_at_its_timeout(tmp_path):
-    scratch = _scratch(tmp_path)
-    with _held_cluster(tmp_path, nodes=1) as held:
-        _a_watch_round_held(held, tmp_path, scratch)
-
-
-def _a_watch_round_held(held, tmp_path, scratch) -> None:
+def _a_watch_round_held(held, tmp_path, scratch) -> dict:
     from rldoctor.watch.rounds import JOIN_GRACE_S
 
     log = tmp_path / "watch.log"
@@ -121,7 +155,16 @@ def _a_watch_round_held(held, tmp_path, scratch) -> None:
     finally:
         watch.send_signal(signal.SIGTERM)
         _, err = watch.communicate(timeout=30)
-    assert records, (watch.returncode, err[-2000:])
+    return {"held": held, "scratch": scratch, "records": records, "took": took, "during": during,
+            "returncode": watch.returncode, "err": err, "left": _rldoctor_pids(held.address)}
+
+
+def test_a_watch_round_joining_a_fresh_cluster_whose_workers_hang_ends_at_its_timeout(held_runs):
+    from rldoctor.watch.rounds import JOIN_GRACE_S
+
+    run = _ran(held_runs, "watch")
+    held, scratch, records, took, during = (run[k] for k in ("held", "scratch", "records", "took", "during"))
+    assert records, (run["returncode"], run["err"][-2000:])
     [failed] = records
     assert failed["event"] == "round_failed", failed
     reason = failed["reason"]
@@ -131,6 +174,6 @@ def _a_watch_round_held(held, tmp_path, scratch) -> None:
     # the child's start counts too; before, the round waited --timeout + 20 s, then 8 s more
     assert took < TIMEOUT_S + JOIN_GRACE_S + 15, took
     assert during == [], during
-    assert watch.returncode == 0, err[-2000:]
-    assert _rldoctor_pids(held.address) == []
+    assert run["returncode"] == 0, run["err"][-2000:]
+    assert run["left"] == [], run["left"]
     assert list(scratch.iterdir()) == []  # the child's temporary Ray log: removed

@@ -49,7 +49,13 @@ def hung_cluster(tmp_path_factory):
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         try:
             assert "submitted" in driver.stdout.readline()
-            time.sleep(8)  # past the node's 5 s register timeout, at least once
+            # Until the node's raylet has said so once (its 5 s register timeout), at most 30 s
+            logs = cluster.temp_dir / "session_latest" / "logs"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(
+                    "have not registered within the timeout" in path.read_text(errors="replace")
+                    for path in logs.glob(f"raylet{cluster.log_suffix(2)}.*")):
+                time.sleep(0.5)
             yield cluster
         finally:
             driver.kill()

@@ -164,6 +164,20 @@ def test_the_catalogue_is_data_with_what_each_line_means():
     assert len({e.id for e in C.ENTRIES}) == len(C.ENTRIES)
 
 
+def test_a_port_bind_that_is_retried_is_no_finding_and_the_last_failed_attempt_is():
+    # Ray 2.60's dashboard agent, beside another process that took its port for a moment
+    # (make test, 2026-12-07: the agent bound on its second attempt and the node was healthy)
+    retried = ("2026-12-07 09:59:50,009\tWARNING http_server_agent.py:79 -- Failed to bind to "
+               "port 50221 (attempt 1/6). Retrying in 0.17s. Error: [Errno 98] error while "
+               "attempting to bind on address ('127.0.0.10', 50221): address already in use")
+    assert [e.id for e, _ in C.match(retried, "agent")] == []
+    # every attempt failed: the exception logged after "failed to bind after 6 attempts"
+    given_up = ("OSError: [Errno 98] error while attempting to bind on address "
+                "('127.0.0.10', 50221): address already in use")
+    assert [e.id for e, _ in C.match(given_up, "agent")] == ["port-bind"]
+    assert [e.id for e, _ in C.match("[Errno 98] Address already in use", "raylet")] == ["port-bind"]
+
+
 HEALTHY = sorted(p.name for p in CORPUS.iterdir() if p.name.startswith("healthy-"))
 
 

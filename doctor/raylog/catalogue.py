@@ -432,8 +432,12 @@ ENTRIES: tuple[Entry, ...] = (
        "a process's Ray or Python differs from the cluster's: {message}",
        "Install identical Ray and Python versions on every node and the driver (one image or "
        "lock file)."),
+    # Not a bind that is tried again: Ray 2.60's agent logs "Failed to bind to port P (attempt
+    # 1/6). Retrying in 0.17s. Error: ... address already in use" and binds on a later attempt
+    # (seen beside another cluster's start on one host); when every attempt fails, the
+    # exception it logs last still says "already in use" on a line of its own.
     _e("port-bind", "lready in use",
-       r"(?i)(?:bind|address).*already in use", "all (the OS, EADDRINUSE)",
+       r"(?i)^(?!.*\bretrying in\b).*(?:bind|address).*already in use", "all (the OS, EADDRINUSE)",
        RAYLET + GCS + ("agent", "runtime_env"), "RLD101", "port", "{process} could not bind its port: another process holds it",
        "Free the port (a Ray left running from before: `ray stop` on that host, or another "
        "service) or give Ray other ports (--port, --node-manager-port, "
