@@ -213,7 +213,7 @@ def shared_cluster(request, start):
     from`). A module of a `suite_plan.SHARED` unit shares it with the unit's other modules: it
     is started for the first of them that runs and stopped after the last one this run holds
     (they run on one worker, in the unit's order). Any other module has one of its own."""
-    module = request.module.__name__.rsplit(".", 1)[-1]
+    module = suite_plan.module_name(str(request.fspath))
     unit = suite_plan.unit_of(module)
     if unit == module:
         cluster = start()
@@ -227,14 +227,10 @@ def shared_cluster(request, start):
     try:
         yield _SHARED_RUNNING[unit]
     finally:
-        here = {_module_name(item) for item in request.session.items}
+        here = {suite_plan.module_name(str(item.fspath)) for item in request.session.items}
         last = [m for m in suite_plan.SHARED[unit] if m in here][-1]
         if module == last:
             _SHARED_RUNNING.pop(unit).stop()
-
-
-def _module_name(item) -> str:
-    return item.module.__name__.rsplit(".", 1)[-1]
 
 
 def host_disk(path: str = "/tmp") -> tuple[float, float, bool]:

@@ -1,5 +1,6 @@
 """Node-level faults for real clusters: a small, full tmpfs as a node's temp dir, a
-sitecustomize that hangs a node's worker processes at start. Each undoes itself."""
+sitecustomize that hangs a node's worker processes at start (and the wait for its raylet to
+say so). Each undoes itself."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 HANG_SITECUSTOMIZE = """
@@ -71,6 +73,20 @@ def hang_site(directory: Path, seconds: float = 3600) -> str:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sitecustomize.py").write_text(HANG_SITECUSTOMIZE.replace("SECONDS", repr(seconds)))
     return str(directory)
+
+
+WORKERS_NOT_REGISTERED = "have not registered within the timeout"
+
+
+def wait_for_workers_not_registered(cluster, index: int, timeout_s: float) -> None:
+    """Until node `index`'s raylet has written that its workers did not register in time (its
+    worker_register_timeout_seconds after a task was pinned there), at most `timeout_s`."""
+    logs = cluster.temp_dir / "session_latest" / "logs"
+    own = f"raylet{cluster.log_suffix(index)}.*"  # nodes share one log folder
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not any(
+            WORKERS_NOT_REGISTERED in path.read_text(errors="replace") for path in logs.glob(own)):
+        time.sleep(0.5)
 
 
 NEEDY_ACTOR = """

@@ -88,13 +88,14 @@ def pytest_xdist_make_scheduler(config, log):
 
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return unit_of(_module(nodeid))
+            return unit_of(module_name(nodeid))
 
     config.option.loadscopereorder = False  # the order is the collection's (below)
     return UnitScheduling(config, log)
 
 
-def _module(nodeid_or_path: str) -> str:
+def module_name(nodeid_or_path: str) -> str:
+    """A test module's name (its file's stem), from a node id or a path."""
     return Path(nodeid_or_path.split("::", 1)[0]).stem
 
 
@@ -102,14 +103,14 @@ def pytest_collection_modifyitems(config, items) -> None:
     """Units holding a serial test first (those of short tests before those that start
     clusters), then long units, then the rest; modules of a shared unit in their order, file
     order otherwise."""
-    serial_units = {unit_of(_module(str(item.fspath))) for item in items
+    serial_units = {unit_of(module_name(str(item.fspath))) for item in items
                     if item.get_closest_marker("serial") is not None}
-    cluster_units = {unit_of(_module(str(item.fspath))) for item in items
+    cluster_units = {unit_of(module_name(str(item.fspath))) for item in items
                      if item.get_closest_marker("cluster") is not None}
 
     def key(placed):
         index, item = placed
-        module = _module(str(item.fspath))
+        module = module_name(str(item.fspath))
         unit = unit_of(module)
         return (unit not in serial_units, unit in serial_units and unit in cluster_units,
                 rank(unit, module), index)

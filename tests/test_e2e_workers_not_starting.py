@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import check_json
 from localcluster import LocalCluster, NodeSpec
-from node_faults import hang_site
+from node_faults import hang_site, wait_for_workers_not_registered
 
 pytestmark = pytest.mark.cluster
 
@@ -49,13 +48,7 @@ def hung_cluster(tmp_path_factory):
                                   stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         try:
             assert "submitted" in driver.stdout.readline()
-            # Until the node's raylet has said so once (its 5 s register timeout), at most 30 s
-            logs = cluster.temp_dir / "session_latest" / "logs"
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any(
-                    "have not registered within the timeout" in path.read_text(errors="replace")
-                    for path in logs.glob(f"raylet{cluster.log_suffix(2)}.*")):
-                time.sleep(0.5)
+            wait_for_workers_not_registered(cluster, 2, timeout_s=30)  # its 5 s timeout, once
             yield cluster
         finally:
             driver.kill()

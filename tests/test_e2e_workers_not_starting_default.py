@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
 from conftest import check_json
 from localcluster import LocalCluster, NodeSpec
-from node_faults import hang_site
+from node_faults import hang_site, wait_for_workers_not_registered
 from test_e2e_workers_not_starting import PINNED_TASK
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -43,12 +42,7 @@ def test_at_rays_own_register_timeout_rld106_quotes_the_raylet_and_rld101_says_n
             assert "submitted" in driver.stdout.readline()
             # Past Ray's 60 s worker_register_timeout_seconds the raylet writes its line:
             # wait for it (at most 120 s), not a fixed 75 s.
-            logs = cluster.temp_dir / "session_latest" / "logs"
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not any(
-                    "have not registered within the timeout" in path.read_text(errors="replace")
-                    for path in logs.glob("raylet.1.*")):
-                time.sleep(1)
+            wait_for_workers_not_registered(cluster, 1, timeout_s=120)
             hung = cluster.nodes[1].node_id
             result = check_json(cluster)
         finally:
