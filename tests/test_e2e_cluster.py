@@ -111,13 +111,31 @@ def test_probes_run_on_a_node_without_rldoctor(cluster3, tmp_path):
     assert versions["nodes"][node1]["ray"] == "2.60.0"
 
 
+# A driver that publishes a cluster error event every 0.5 s for 8 s (Ray's listener subscribes
+# in a thread of its own, some time after init: an event published before is lost), stopping
+# once it is printed, then waits 3 s more.
 RELAYED = """
 import sys, time
 {join}
 import ray
 from ray._private.utils import publish_error_to_driver
-publish_error_to_driver("rldoctor_test", "RELAYED-EVENT: a node was marked dead",
-                        ray._private.worker.global_worker.gcs_client)
+
+class Stdout:
+    printed = False
+    def __init__(self, stream):
+        self.stream = stream
+    def write(self, text):
+        Stdout.printed = Stdout.printed or "RELAYED-EVENT" in text
+        return self.stream.write(text)
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+sys.stdout = Stdout(sys.stdout)
+deadline = time.monotonic() + 8
+while not Stdout.printed and time.monotonic() < deadline:
+    publish_error_to_driver("rldoctor_test", "RELAYED-EVENT: a node was marked dead",
+                            ray._private.worker.global_worker.gcs_client)
+    time.sleep(0.5)
 time.sleep(3)
 sys.stdout.write("END\\n")
 """
