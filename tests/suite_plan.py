@@ -51,11 +51,13 @@ SHARED: dict[str, list[str]] = {
 # The slowest units of the last measured runs (tests/README.md), slowest first, except that the
 # modules that mostly wait (an idle timeout, Ray's 60 s register timeout, a node's death) sit
 # apart, each beside ones that keep the cores busy: two waiting side by side left the host 45 %
-# idle for a minute (test_e2e_userlogs beside test_e2e_workers_not_starting_default).
+# idle for a minute (test_e2e_userlogs beside test_e2e_workers_not_starting_default), and the two
+# autoscaler modules (launches, idle timeouts, a 100 s pause) 16-48 % for four minutes; other_ray
+# and node_faults sit between them.
 LONG_FIRST: list[str] = [
-    "test_e2e_autoscaler", "test_e2e_autoscaler_ray240", "test_e2e_job_failed_ray240",
-    "test_e2e_userlogs", "test_e2e_other_ray", "test_e2e_node_faults", "test_e2e_job_failed",
-    "test_e2e_bundle_replaced_runner", "test_smoke_e2e", "test_e2e_dashboard",
+    "test_e2e_autoscaler", "test_e2e_other_ray", "test_e2e_node_faults",
+    "test_e2e_autoscaler_ray240", "test_e2e_job_failed_ray240", "test_e2e_job_failed",
+    "test_e2e_bundle_replaced_runner", "test_e2e_userlogs", "test_smoke_e2e", "test_e2e_dashboard",
     "test_e2e_workers_not_starting_default", "test_e2e_training", "test_e2e_postmortem_logs",
     "test_serialization_e2e", "test_e2e_cgroup", "test_client_only", "test_e2e_preflight",
 ]

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture(scope="module")
 def cluster():
     with LocalCluster([NodeSpec(labels={"ray.io/availability-zone": "zone-a"})
-                       for _ in range(2)]) as made:
+                       for _ in range(2)], log_monitor=False) as made:
         yield made
 
 

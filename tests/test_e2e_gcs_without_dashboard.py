@@ -27,7 +27,7 @@ CLUSTER_RAY = "2.55.0"
 @pytest.fixture(scope="module")
 def cluster():
     with LocalCluster([NodeSpec()], dashboard=False, token_auth=False,
-                      bin_dir=ray_venv(CLUSTER_RAY)) as made:
+                      bin_dir=ray_venv(CLUSTER_RAY), log_monitor=False) as made:
         yield made
 
 

@@ -62,7 +62,7 @@ COLLECT = ("import sys\n"
 
 def test_a_history_that_crosses_the_limits_is_said_in_the_snapshot_and_the_checks(tmp_path):
     specs = [NodeSpec(num_cpus=1), NodeSpec(num_cpus=1)]
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         assert int(cluster.run_driver(HISTORY, timeout=180, expect_lines=1)) >= DEATHS
         snap_path = tmp_path / "snap.json"
         proc = subprocess.run([*cluster.client_prefix, sys.executable, "-c", COLLECT, "collect",

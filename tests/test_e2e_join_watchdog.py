@@ -53,7 +53,7 @@ def _rldoctor_pids(address: str, holding: str = "rldoctor") -> list[int]:
 def _held_cluster(tmp_path, nodes: int, first_host: int = 10) -> LocalCluster:
     site = hang_site(tmp_path / "hang-site", seconds=3600)
     return LocalCluster([NodeSpec(num_cpus=1, env={"PYTHONPATH": site}, ip=loopback(first_host + i))
-                         for i in range(nodes)])
+                         for i in range(nodes)], log_monitor=False)
 
 
 def _scratch(tmp_path):

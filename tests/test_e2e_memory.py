@@ -32,7 +32,7 @@ def memory_cluster(tmp_path_factory):
     specs[1].extra_args = ["--plasma-directory", str(plasma)]
     specs[2].object_store_memory = 80 * 2**20
     specs[2].env["RAY_object_spilling_threshold"] = "1.0"  # spill only when truly full
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         cluster.kill_threshold = threshold
         yield cluster
 

@@ -36,7 +36,7 @@ def delayed_cluster():
     specs[1].env["RAY_testing_asio_delay_us"] = CHUNK_PUSH_DELAY
     specs[2].labels = {"ray.io/availability-zone": "zone-b"}
     specs[2].env["RAY_testing_asio_delay_us"] = PUSH_TASK_DELAY
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         # Measured on a quiet host: the first collection right after `ray start` saw every
         # node pull at 20-40 MiB/s, the delayed one among them (no node reported, 3 runs in
         # 6), and the next one 190-310 MiB/s on the healthy nodes (found, 6 in 6): the

@@ -37,7 +37,7 @@ print("=> " + ray.get(holder.node.remote()))
 @pytest.fixture(scope="module")
 def cluster():
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
-    with LocalCluster(specs) as c:
+    with LocalCluster(specs, log_monitor=False) as c:
         c.holder_node = c.run_driver(HOLDER).strip()
         yield c
 

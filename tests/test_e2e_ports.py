@@ -40,7 +40,7 @@ def hosts():
 def cluster(hosts):
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, ip=hosts.ip(i),
                       command_prefix=hosts.prefix(i)) for i in range(3)]
-    with LocalCluster(specs) as made:
+    with LocalCluster(specs, log_monitor=False) as made:
         yield made
 
 

@@ -69,7 +69,7 @@ def cluster(tmp_path_factory):
              NodeSpec(num_cpus=2, env={"PYTHONPATH": ""}, command_prefix=tmpfs)]
     for attempt in (1, 2):  # a node that did not register twice on a loaded host: once more
         try:
-            c = LocalCluster(specs).start()
+            c = LocalCluster(specs, log_monitor=False).start()
             break
         except RuntimeError:
             if attempt == 2:

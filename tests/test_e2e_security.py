@@ -22,7 +22,8 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture(scope="module")
 def exposed():
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(2)]
-    with LocalCluster(specs, token_auth=False, dashboard_host="0.0.0.0") as cluster:
+    with LocalCluster(specs, token_auth=False, dashboard_host="0.0.0.0",
+                      log_monitor=False) as cluster:
         yield cluster
 
 

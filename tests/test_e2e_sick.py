@@ -21,7 +21,7 @@ BEFORE_THE_LOCK = ("cluster",)
 @pytest.fixture(scope="module")
 def cluster():
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
-    with LocalCluster(specs) as c:
+    with LocalCluster(specs, log_monitor=False) as c:
         yield c
 
 

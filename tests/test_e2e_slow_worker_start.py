@@ -32,7 +32,7 @@ def slow_cluster(tmp_path_factory):
     # driver wait for those, and keeps one idle that a probe would then start on at once)
     specs = [NodeSpec(num_cpus=0, labels={"ray.io/availability-zone": "zone-a"},
                       env={"PYTHONPATH": site}) for _ in range(2)]
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         yield cluster
 
 

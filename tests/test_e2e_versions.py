@@ -54,7 +54,7 @@ def other_ray(tmp_path_factory):
     env = {"PYTHONPATH": str(site), "RLDOCTOR_TEST_RAY_VERSION": CLUSTER_RAY}
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}, env=dict(env))
              for _ in range(2)]
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         cluster.other_ray_env = env
         worker = cluster.nodes[1].node_id
         user_driver(cluster, f"NODE = {worker!r}\n" + PIN_BY_LABEL + CRASH_THREE_TIMES + INFEASIBLE)

@@ -234,7 +234,7 @@ def test_sigterm_ends_the_watch_within_seconds_with_no_probe_left(watching, clus
 def test_head_gone_is_up_0_within_two_rounds_and_the_watch_goes_on(tmp_path):
     """The head dies under a running watch: its Ray driver would wait a minute for the GCS;
     the watch instead fails the next round at once (rldoctor_up 0, the reason logged)."""
-    with LocalCluster([NodeSpec()]) as cluster:
+    with LocalCluster([NodeSpec()], log_monitor=False) as cluster:
         watch = Watching(cluster, tmp_path, interval_s=1.0)
         try:
             assert wait_until(lambda: "\nrldoctor_up 1.0" in scrape(watch.port), 60), \

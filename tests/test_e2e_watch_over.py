@@ -49,7 +49,7 @@ def finding_series(port: int, code: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def one_node():
-    with LocalCluster([NodeSpec()]) as cluster:
+    with LocalCluster([NodeSpec()], log_monitor=False) as cluster:
         yield cluster
 
 

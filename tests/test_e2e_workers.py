@@ -20,7 +20,7 @@ pytestmark = pytest.mark.cluster
 def faulty_cluster():
     specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
     specs[2].env["RAY_memory_usage_threshold"] = "0.02"
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         yield cluster
 
 

@@ -31,7 +31,7 @@ def test_at_rays_own_register_timeout_rld106_quotes_the_raylet_and_rld101_says_n
     names the node with the raylet's own line; RLD101 does not call the node busy."""
     site = hang_site(tmp_path_factory.mktemp("hang-site-default"))
     specs = [NodeSpec(), NodeSpec(env={"PYTHONPATH": site}, resources={"hung_node": 1})]
-    with LocalCluster(specs) as cluster:
+    with LocalCluster(specs, log_monitor=False) as cluster:
         prologue = ("import ray, logging\n"
                     f"ray.init(address={cluster.address!r}, logging_level=logging.ERROR, "
                     "log_to_driver=False)\n")
