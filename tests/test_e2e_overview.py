@@ -3,6 +3,10 @@
 One actor takes a CPU and holds 30 MiB in its node's object store. Ray's own CLI is read
 before and after `rldoctor check` (`ray status` for CPUs, `ray memory --stats-only` for
 the store), so the overview must fall within what changed between the two reads.
+
+The cluster is conftest's `cluster3`, which this module shares with test_e2e_auth and
+test_e2e_cluster (tests/suite_plan.py, SHARED): it runs first, and its actor is gone, its CPU
+and store freed, before they run.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import subprocess
 import pytest
 
 from conftest import check_json, run_rldoctor
-from localcluster import BIN, LocalCluster, NodeSpec
+from localcluster import BIN
 
 pytestmark = pytest.mark.cluster
 MiB = 2**20
@@ -35,11 +39,13 @@ print("=> " + ray.get(holder.node.remote()))
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    specs = [NodeSpec(labels={"ray.io/availability-zone": "zone-a"}) for _ in range(3)]
-    with LocalCluster(specs, log_monitor=False) as c:
-        c.holder_node = c.run_driver(HOLDER).strip()
-        yield c
+def cluster(cluster3):
+    """cluster3 with the holder on one node; the holder killed when the module ends, and its CPU
+    and its 30 MiB freed before the modules that share the cluster run."""
+    cluster3.holder_node = cluster3.run_driver(HOLDER).strip()
+    yield cluster3
+    cluster3.run_driver('ray.kill(ray.get_actor("holder"))\n')
+    assert _settled_ray_reads(cluster3, cpus=(0.0, 3.0), store_mib=0) == (0, (0.0, 3.0))
 
 
 def _ray(cluster, *args: str) -> str:
@@ -58,15 +64,18 @@ def _ray_reads(cluster) -> tuple[int, tuple[float, float]]:
     return store_mib, (float(used), float(total))
 
 
-def _settled_ray_reads(cluster, cpus=(1.0, 3.0), timeout_s: float = 60):
-    """Ray's own reads once `ray status` has caught up with every node: its view comes
-    from the autoscaler's state, which picks up a node that just joined a few seconds late."""
+def _settled_ray_reads(cluster, cpus=(1.0, 3.0), store_mib: int | None = None,
+                       timeout_s: float = 60):
+    """Ray's own reads once `ray status` has caught up with every node (its view comes
+    from the autoscaler's state, which picks up a node that just joined a few seconds late),
+    and, given `store_mib`, once `ray memory` says the store holds that much."""
     import time
 
     deadline = time.monotonic() + timeout_s
     while True:
         reads = _ray_reads(cluster)
-        if reads[1] == cpus or time.monotonic() > deadline:
+        settled = reads[1] == cpus and store_mib in (None, reads[0])
+        if settled or time.monotonic() > deadline:
             return reads
         time.sleep(1)
 
